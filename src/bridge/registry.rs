@@ -1,0 +1,545 @@
+//! The session registry: every plugin connection the host knows, the calls in flight on
+//! each, and the waiting rules of PROTOCOL.md (Sessions): the 10 s reconnect grace, the
+//! 3 s startup grace, and a deadline on everything.
+//!
+//! Locks here are `std::sync::Mutex` and are never held across an `.await`: every
+//! critical section is a few map operations. Waiters sleep on a `watch` channel that is
+//! bumped on every change to the set of sessions.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use rmpv::Value as Msgpack;
+use serde::Serialize;
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
+use tokio_util::sync::CancellationToken;
+
+use super::resolve::{Candidate, Target, resolve};
+use super::{Call, CallHooks, Progress, SessionEvent};
+use crate::protocol::messages::{Frame, Framing, Hello, HostMessage, encode_frame};
+use crate::protocol::{Context, ErrorCode, ToolError};
+
+/// How long a dropped session stays `reconnecting` before it is removed.
+pub const RECONNECT_GRACE: Duration = Duration::from_secs(10);
+/// How long after becoming host a call that finds no sessions waits for a first `hello`.
+pub const STARTUP_GRACE: Duration = Duration::from_secs(3);
+
+/// A session as `studio_sessions` lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionInfo {
+    pub session_id: String,
+    pub instance_id: String,
+    pub context: Context,
+    /// The real run state: Edit, Play, Run, Paused, Server or Client.
+    pub state: String,
+    /// `connected`, or `reconnecting` within its 10 s grace.
+    pub status: String,
+    pub place_name: String,
+    pub place_id: i64,
+    pub game_id: i64,
+    pub plugin_version: String,
+    pub uptime_ms: u64,
+}
+
+/// What the connection task is told to send.
+#[derive(Debug)]
+pub enum Outbound {
+    Frame(Frame),
+    /// Close the WebSocket with this code and reason, then stop.
+    Close(u16, &'static str),
+}
+
+/// One live plugin connection: where to send frames and who waits for answers.
+pub struct Link {
+    framing: Framing,
+    outbound: mpsc::UnboundedSender<Outbound>,
+    pending: Mutex<HashMap<u64, Pending>>,
+    closed: AtomicBool,
+}
+
+struct Pending {
+    reply: oneshot::Sender<Result<Msgpack, ToolError>>,
+    progress: Option<mpsc::UnboundedSender<Progress>>,
+}
+
+impl Link {
+    pub fn new(framing: Framing, outbound: mpsc::UnboundedSender<Outbound>) -> Arc<Link> {
+        Arc::new(Link {
+            framing,
+            outbound,
+            pending: Mutex::new(HashMap::new()),
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    pub fn send(&self, message: &HostMessage<'_>) -> bool {
+        self.outbound
+            .send(Outbound::Frame(encode_frame(message, self.framing)))
+            .is_ok()
+    }
+
+    pub fn close(&self, code: u16, reason: &'static str) {
+        let _ = self.outbound.send(Outbound::Close(code, reason));
+    }
+
+    /// Delivers a plugin's `response`. Returns false if nobody waits for `id` any more
+    /// (it timed out or was cancelled): the response is then dropped.
+    pub fn resolve(&self, id: u64, outcome: Result<Msgpack, ToolError>) -> bool {
+        let waiter = lock(&self.pending).remove(&id);
+        match waiter {
+            Some(pending) => pending.reply.send(outcome).is_ok(),
+            None => false,
+        }
+    }
+
+    pub fn progress(&self, id: u64, update: Progress) {
+        if let Some(Pending {
+            progress: Some(sink), ..
+        }) = lock(&self.pending).get(&id)
+        {
+            let _ = sink.send(update);
+        }
+    }
+
+    /// Fails every call in flight on this connection. Called once when it ends: nothing
+    /// is re-sent, since the plugin may already have run it.
+    pub fn fail_all(&self, error: &ToolError) {
+        self.closed.store(true, Ordering::SeqCst);
+        let drained: Vec<Pending> = lock(&self.pending).drain().map(|(_, p)| p).collect();
+        for pending in drained {
+            let _ = pending.reply.send(Err(error.clone()));
+        }
+    }
+
+    fn register(&self, id: u64, pending: Pending) -> bool {
+        let mut table = lock(&self.pending);
+        // Checked under the table's lock, so `fail_all` cannot miss this entry.
+        if self.closed.load(Ordering::SeqCst) {
+            return false;
+        }
+        table.insert(id, pending);
+        true
+    }
+
+    fn forget(&self, id: u64) {
+        lock(&self.pending).remove(&id);
+    }
+}
+
+struct Session {
+    hello: Hello,
+    connected_at: Instant,
+    /// `None` while reconnecting.
+    link: Option<Arc<Link>>,
+    /// Bumped on every (re)connection, so a stale connection's cleanup cannot touch a
+    /// newer one.
+    generation: u64,
+    disconnected_at: Option<Instant>,
+}
+
+pub struct Registry {
+    sessions: Mutex<Vec<Session>>,
+    changed: watch::Sender<u64>,
+    events: broadcast::Sender<SessionEvent>,
+    started: Instant,
+    next_request_id: AtomicU64,
+    next_generation: AtomicU64,
+    pub port: u16,
+    pub max_message_bytes: usize,
+    reconnect_grace: Duration,
+    startup_grace: Duration,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding one of these locks leaves plain data behind; keep serving.
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Registry {
+    pub fn new(port: u16, max_message_bytes: usize) -> Arc<Registry> {
+        Arc::new(Registry {
+            sessions: Mutex::new(Vec::new()),
+            changed: watch::Sender::new(0),
+            events: broadcast::Sender::new(1024),
+            started: Instant::now(),
+            next_request_id: AtomicU64::new(1),
+            next_generation: AtomicU64::new(1),
+            port,
+            max_message_bytes,
+            reconnect_grace: RECONNECT_GRACE,
+            startup_grace: STARTUP_GRACE,
+        })
+    }
+
+    fn bump(&self) {
+        self.changed.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    pub fn session_count(&self) -> usize {
+        lock(&self.sessions).len()
+    }
+
+    pub fn sessions(&self) -> Vec<SessionInfo> {
+        let now = Instant::now();
+        lock(&self.sessions)
+            .iter()
+            .map(|s| SessionInfo {
+                session_id: s.hello.session_id.clone(),
+                instance_id: s.hello.instance_id.clone(),
+                context: s.hello.context,
+                state: s.hello.state.clone(),
+                status: if s.link.is_some() { "connected" } else { "reconnecting" }.to_owned(),
+                place_name: s.hello.place_name.clone(),
+                place_id: s.hello.place_id,
+                game_id: s.hello.game_id,
+                plugin_version: s.hello.plugin_version.clone(),
+                uptime_ms: u64::try_from(now.duration_since(s.connected_at).as_millis()).unwrap_or(u64::MAX),
+            })
+            .collect()
+    }
+
+    pub fn subscribe_events(&self) -> broadcast::Receiver<SessionEvent> {
+        self.events.subscribe()
+    }
+
+    pub fn publish_event(&self, event: SessionEvent) {
+        let _ = self.events.send(event);
+    }
+
+    /// Registers a connection after its `hello`. A session id that is already connected
+    /// is taken over: the old connection is closed with 4001 and its calls fail with
+    /// `session_lost` (a half-open old socket must never lock a reconnecting plugin out).
+    /// Returns the generation to hand back to [`Registry::disconnect`].
+    pub fn connect(&self, hello: Hello, link: Arc<Link>) -> u64 {
+        let generation = self.next_generation.fetch_add(1, Ordering::Relaxed);
+        let replaced = {
+            let mut sessions = lock(&self.sessions);
+            match sessions.iter_mut().find(|s| s.hello.session_id == hello.session_id) {
+                Some(existing) => {
+                    existing.hello = hello;
+                    existing.generation = generation;
+                    existing.disconnected_at = None;
+                    existing.link.replace(link)
+                }
+                None => {
+                    sessions.push(Session {
+                        hello,
+                        connected_at: Instant::now(),
+                        link: Some(link),
+                        generation,
+                        disconnected_at: None,
+                    });
+                    None
+                }
+            }
+        };
+        if let Some(old) = replaced {
+            old.fail_all(&ToolError::new(
+                ErrorCode::SessionLost,
+                "The Studio session reconnected while this call was in flight; it was not re-sent because it may already have run. Check its effect, then retry if needed.",
+            ));
+            old.close(4001, "replaced by a newer connection of the same session");
+        }
+        self.bump();
+        generation
+    }
+
+    /// Marks a session `reconnecting` when its connection ends (unless a newer connection
+    /// already took over), and removes it if it has not come back after the grace period.
+    pub fn disconnect(self: &Arc<Self>, session_id: &str, generation: u64) {
+        let mut still_current = false;
+        {
+            let mut sessions = lock(&self.sessions);
+            if let Some(session) = sessions.iter_mut().find(|s| s.hello.session_id == session_id)
+                && session.generation == generation
+            {
+                session.link = None;
+                session.disconnected_at = Some(Instant::now());
+                still_current = true;
+            }
+        }
+        if !still_current {
+            return;
+        }
+        self.bump();
+        let registry = Arc::clone(self);
+        let session_id = session_id.to_owned();
+        tokio::spawn(async move {
+            tokio::time::sleep(registry.reconnect_grace).await;
+            let removed = {
+                let mut sessions = lock(&registry.sessions);
+                let before = sessions.len();
+                sessions
+                    .retain(|s| !(s.hello.session_id == session_id && s.generation == generation && s.link.is_none()));
+                sessions.len() != before
+            };
+            if removed {
+                tracing::info!(session = %session_id, "session removed after its reconnect grace");
+                registry.bump();
+            }
+        });
+    }
+
+    /// Records a plugin's `state` event.
+    pub fn set_state(&self, session_id: &str, state: String) {
+        let mut sessions = lock(&self.sessions);
+        if let Some(session) = sessions.iter_mut().find(|s| s.hello.session_id == session_id) {
+            session.hello.state = state;
+        }
+    }
+
+    /// Routes one call to one plugin and waits for its answer, within `call.timeout`.
+    pub async fn call(&self, call: Call, hooks: CallHooks) -> Result<Msgpack, ToolError> {
+        let deadline = tokio::time::Instant::now() + call.timeout;
+        let link = self.wait_for_link(&call, deadline, &hooks.cancel).await?;
+        let id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
+        let (reply_tx, reply_rx) = oneshot::channel();
+        let progress = hooks.progress.clone();
+        if !link.register(
+            id,
+            Pending {
+                reply: reply_tx,
+                progress,
+            },
+        ) {
+            return Err(lost_before_send());
+        }
+        let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let plugin_timeout = call.plugin_timeout.unwrap_or(remaining).min(remaining);
+        let sent = link.send(&HostMessage::Request {
+            id,
+            action: &call.action,
+            args: &call.args,
+            timeout_ms: u64::try_from(plugin_timeout.as_millis()).unwrap_or(u64::MAX),
+        });
+        if !sent {
+            link.forget(id);
+            return Err(lost_before_send());
+        }
+        tokio::select! {
+            reply = reply_rx => reply.unwrap_or_else(|_| Err(lost_before_send())),
+            () = tokio::time::sleep_until(deadline) => {
+                link.forget(id);
+                link.send(&HostMessage::Cancel { id });
+                Err(ToolError::new(
+                    ErrorCode::Timeout,
+                    format!(
+                        "`{}` got no answer from Studio within {} ms. The plugin was asked to stop it; Studio may be busy or paused at a breakpoint. Check studio_state, then retry (exec: pass a larger timeoutMs).",
+                        call.action,
+                        call.timeout.as_millis()
+                    ),
+                ))
+            }
+            () = hooks.cancel.cancelled() => {
+                link.forget(id);
+                link.send(&HostMessage::Cancel { id });
+                Err(cancelled())
+            }
+        }
+    }
+
+    /// Resolves the call's target to a connected plugin, waiting (within the deadline)
+    /// through a reconnect grace or the startup grace.
+    async fn wait_for_link(
+        &self,
+        call: &Call,
+        deadline: tokio::time::Instant,
+        cancel: &CancellationToken,
+    ) -> Result<Arc<Link>, ToolError> {
+        let mut changes = self.changed.subscribe();
+        loop {
+            changes.mark_unchanged();
+            let waiting_for = match self.try_resolve(&call.target, call.default_context) {
+                Ok(Some(link)) => return Ok(link),
+                Ok(None) => "reconnect",
+                Err(error) if error.code == ErrorCode::NoSessions && self.started.elapsed() < self.startup_grace => {
+                    "first plugin"
+                }
+                Err(error) => return Err(self.with_session_list(error)),
+            };
+            let wake = if waiting_for == "first plugin" {
+                deadline.min(tokio::time::Instant::from_std(self.started + self.startup_grace))
+            } else {
+                deadline
+            };
+            tokio::select! {
+                changed = changes.changed() => { if changed.is_err() { return Err(lost_before_send()); } }
+                () = tokio::time::sleep_until(wake) => {
+                    if wake >= deadline {
+                        return Err(ToolError::new(
+                            ErrorCode::Timeout,
+                            format!(
+                                "No Studio session could take `{}` within {} ms (waiting for a {waiting_for}). Check that Studio is open and the plugin is enabled, then retry.",
+                                call.action,
+                                call.timeout.as_millis()
+                            ),
+                        ));
+                    }
+                }
+                () = cancel.cancelled() => return Err(cancelled()),
+            }
+        }
+    }
+
+    /// `Ok(Some)` a connected link; `Ok(None)` the session is reconnecting.
+    fn try_resolve(&self, target: &Target, default_context: Context) -> Result<Option<Arc<Link>>, ToolError> {
+        let sessions = lock(&self.sessions);
+        let candidates: Vec<Candidate<'_>> = sessions
+            .iter()
+            .map(|s| Candidate {
+                session_id: &s.hello.session_id,
+                instance_id: &s.hello.instance_id,
+                context: s.hello.context,
+            })
+            .collect();
+        let index = resolve(&candidates, target, default_context)?;
+        Ok(sessions[index].link.clone())
+    }
+
+    fn with_session_list(&self, error: ToolError) -> ToolError {
+        match error.code {
+            ErrorCode::SessionNotFound | ErrorCode::AmbiguousInstance | ErrorCode::ContextUnavailable => {
+                let sessions = serde_json::to_value(self.sessions()).unwrap_or_default();
+                error.with_details(serde_json::json!({ "sessions": sessions }))
+            }
+            _ => error,
+        }
+    }
+
+    #[cfg(test)]
+    fn with_graces(port: u16, reconnect: Duration, startup: Duration) -> Arc<Registry> {
+        let mut registry = Registry::new(port, 1 << 20);
+        let inner = Arc::get_mut(&mut registry).expect("fresh registry");
+        inner.reconnect_grace = reconnect;
+        inner.startup_grace = startup;
+        registry
+    }
+}
+
+fn lost_before_send() -> ToolError {
+    ToolError::new(
+        ErrorCode::SessionLost,
+        "The Studio session disconnected before the call could be delivered; nothing ran. Call studio_sessions and retry.",
+    )
+}
+
+fn cancelled() -> ToolError {
+    ToolError::new(
+        ErrorCode::Cancelled,
+        "The call was cancelled by the caller; Studio was asked to stop it.",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hello(session_id: &str) -> Hello {
+        Hello {
+            protocol: 1,
+            plugin_version: "test".into(),
+            session_id: session_id.into(),
+            instance_id: "A".into(),
+            context: Context::Edit,
+            place_name: "Place".into(),
+            place_id: 0,
+            game_id: 0,
+            state: "Edit".into(),
+            actions: vec![],
+        }
+    }
+
+    fn call(timeout: Duration) -> Call {
+        Call {
+            target: Target::default(),
+            action: "state".into(),
+            args: Msgpack::Map(vec![]),
+            default_context: Context::Edit,
+            timeout,
+            plugin_timeout: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_dropped_connection_fails_its_calls_at_once_with_session_lost() {
+        let registry = Registry::with_graces(0, Duration::from_secs(10), Duration::ZERO);
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let link = Link::new(Framing::Binary, tx);
+        let generation = registry.connect(hello("s1"), Arc::clone(&link));
+        let registry2 = Arc::clone(&registry);
+        let pending = tokio::spawn(async move {
+            registry2
+                .call(call(Duration::from_secs(30)), CallHooks::default())
+                .await
+        });
+        // Wait for the request to be written, then drop the connection.
+        assert!(matches!(rx.recv().await, Some(Outbound::Frame(_))));
+        link.fail_all(&ToolError::new(ErrorCode::SessionLost, "gone"));
+        registry.disconnect("s1", generation);
+        let result = tokio::time::timeout(Duration::from_secs(1), pending)
+            .await
+            .expect("fails fast")
+            .unwrap();
+        assert_eq!(result.unwrap_err().code, ErrorCode::SessionLost);
+        assert_eq!(registry.sessions()[0].status, "reconnecting");
+    }
+
+    #[tokio::test]
+    async fn a_call_to_a_reconnecting_session_waits_for_its_hello() {
+        let registry = Registry::with_graces(0, Duration::from_secs(10), Duration::ZERO);
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let generation = registry.connect(hello("s1"), Link::new(Framing::Binary, tx));
+        registry.disconnect("s1", generation);
+        let registry2 = Arc::clone(&registry);
+        let pending =
+            tokio::spawn(async move { registry2.call(call(Duration::from_secs(5)), CallHooks::default()).await });
+        tokio::task::yield_now().await;
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let link = Link::new(Framing::Binary, tx);
+        registry.connect(hello("s1"), Arc::clone(&link));
+        let Some(Outbound::Frame(Frame::Binary(bytes))) = rx.recv().await else {
+            panic!("no request")
+        };
+        let request = rmpv::decode::read_value(&mut &bytes[..]).unwrap();
+        let id = request["id"].as_u64().unwrap();
+        assert!(link.resolve(id, Ok(Msgpack::from("done"))));
+        assert_eq!(pending.await.unwrap(), Ok(Msgpack::from("done")));
+    }
+
+    #[tokio::test]
+    async fn a_session_that_does_not_come_back_is_removed_after_the_grace() {
+        let registry = Registry::with_graces(0, Duration::from_millis(50), Duration::ZERO);
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let generation = registry.connect(hello("s1"), Link::new(Framing::Binary, tx));
+        registry.disconnect("s1", generation);
+        let mut changes = registry.changed.subscribe();
+        tokio::time::timeout(Duration::from_secs(2), async {
+            while registry.session_count() > 0 {
+                changes.changed().await.unwrap();
+            }
+        })
+        .await
+        .expect("removed within the grace");
+    }
+
+    #[tokio::test]
+    async fn no_plugin_fails_within_the_deadline() {
+        let registry = Registry::with_graces(0, Duration::from_secs(10), Duration::from_secs(60));
+        let started = Instant::now();
+        let err = registry
+            .call(call(Duration::from_millis(200)), CallHooks::default())
+            .await
+            .unwrap_err();
+        assert_eq!(err.code, ErrorCode::Timeout);
+        assert!(started.elapsed() < Duration::from_secs(2));
+        let registry = Registry::with_graces(0, Duration::from_secs(10), Duration::ZERO);
+        let err = registry
+            .call(call(Duration::from_secs(5)), CallHooks::default())
+            .await
+            .unwrap_err();
+        assert_eq!(err.code, ErrorCode::NoSessions);
+    }
+}

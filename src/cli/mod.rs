@@ -1,0 +1,380 @@
+//! The command line: `studio-bridge <command> [args]` for every command of the table,
+//! built from each command's input schema (so nothing here knows a command by name),
+//! plus the host-side commands `mcp` and `serve`.
+
+mod render;
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use clap::{Arg, ArgAction, ArgMatches};
+use serde_json::{Map, Value as Json};
+
+use crate::bridge::host::{Host, HostConfig};
+use crate::bridge::{CallHooks, Target};
+use crate::commands::{self, DynCommand, InvocationParts, Limits};
+use crate::protocol::{Context, DEFAULT_PORT, ToolError};
+
+/// Options shared by everything that may host the bridge.
+#[derive(Debug, Clone)]
+pub struct HostOptions {
+    pub port: u16,
+    pub max_message_mib: usize,
+    pub max_result_kib: usize,
+}
+
+impl HostOptions {
+    pub fn from_matches(matches: &ArgMatches) -> HostOptions {
+        HostOptions {
+            port: matches.get_one::<u16>("port").copied().unwrap_or(DEFAULT_PORT),
+            max_message_mib: matches.get_one::<usize>("max-message-mib").copied().unwrap_or(64),
+            max_result_kib: matches.get_one::<usize>("max-result-kib").copied().unwrap_or(256),
+        }
+    }
+
+    pub fn host_config(&self) -> HostConfig {
+        HostConfig {
+            port: self.port,
+            max_message_bytes: self.max_message_mib * 1024 * 1024,
+        }
+    }
+
+    pub fn limits(&self) -> Limits {
+        Limits {
+            max_result_bytes: self.max_result_kib * 1024,
+        }
+    }
+}
+
+/// The whole command line.
+pub fn command() -> clap::Command {
+    let mut root = clap::Command::new("studio-bridge")
+        .version(crate::protocol::SERVER_VERSION)
+        .about("Lets AI agents see and drive running Roblox Studio sessions (MCP over stdio, or this CLI).")
+        .subcommand_required(true)
+        .arg_required_else_help(true)
+        .arg(
+            Arg::new("port")
+                .long("port")
+                .global(true)
+                .env("STUDIO_BRIDGE_PORT")
+                .value_parser(clap::value_parser!(u16))
+                .help(format!("Bridge port on 127.0.0.1 [default: {DEFAULT_PORT}]")),
+        )
+        .arg(
+            Arg::new("log-level")
+                .long("log-level")
+                .global(true)
+                .env("STUDIO_BRIDGE_LOG")
+                .help("Log level on stderr: error, warn, info, debug, trace (or a tracing filter)"),
+        )
+        .arg(
+            Arg::new("max-message-mib")
+                .long("max-message-mib")
+                .global(true)
+                .value_parser(clap::value_parser!(usize))
+                .help("Largest message accepted from a plugin, in MiB [default: 64]"),
+        )
+        .arg(
+            Arg::new("max-result-kib")
+                .long("max-result-kib")
+                .global(true)
+                .value_parser(clap::value_parser!(usize))
+                .help("Largest result returned, in KiB; larger ones are cut and marked truncated [default: 256]"),
+        )
+        .subcommand(clap::Command::new("mcp").about("Serve MCP on stdin/stdout (what an agent's MCP config runs)"))
+        .subcommand(clap::Command::new("serve").about("Run the bridge host in the foreground, with status on stderr"));
+    for command in commands::ALL {
+        root = root.subcommand(subcommand_for(*command));
+    }
+    root
+}
+
+fn subcommand_for(command: &dyn DynCommand) -> clap::Command {
+    let spec = command.spec();
+    let first_sentence = spec.description.split(". ").next().unwrap_or(spec.description);
+    let mut sub = clap::Command::new(spec.name)
+        .about(first_sentence.trim_end_matches('.').to_owned())
+        .long_about(spec.description);
+    let schema = command.input_schema();
+    let properties = schema
+        .get("properties")
+        .and_then(Json::as_object)
+        .cloned()
+        .unwrap_or_default();
+    for (name, property) in &properties {
+        if name == "sessionId" || name == "context" {
+            continue;
+        }
+        let help = property
+            .get("description")
+            .and_then(Json::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let mut arg = Arg::new(name.clone()).help(help);
+        if spec.positional.contains(&name.as_str()) {
+            let required = schema
+                .get("required")
+                .and_then(Json::as_array)
+                .is_some_and(|r| r.iter().any(|n| n == name));
+            arg = arg.required(required);
+        } else {
+            arg = arg.long(kebab(name));
+            arg = match json_type(property) {
+                "boolean" => arg.action(ArgAction::SetTrue),
+                "array" => arg.action(ArgAction::Append).value_delimiter(','),
+                _ => arg.action(ArgAction::Set),
+            };
+        }
+        sub = sub.arg(arg);
+    }
+    if spec.needs_session {
+        sub = sub
+            .arg(
+                Arg::new("session")
+                    .long("session")
+                    .help("Session id (from `studio-bridge sessions`)"),
+            )
+            .arg(
+                Arg::new("context")
+                    .long("context")
+                    .value_parser(["edit", "server", "client"])
+                    .help("DataModel during Play: edit, server or client"),
+            );
+    }
+    sub.arg(
+        Arg::new("json")
+            .long("json")
+            .action(ArgAction::SetTrue)
+            .help("Print the JSON an MCP client gets"),
+    )
+    .arg(
+        Arg::new("out")
+            .long("out")
+            .value_parser(clap::value_parser!(PathBuf))
+            .help("Where to write an image result (PNG) [default: studio-bridge-<command>-<time>.png]"),
+    )
+}
+
+/// camelCase → kebab-case, for flag names.
+fn kebab(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    for c in name.chars() {
+        if c.is_ascii_uppercase() {
+            out.push('-');
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The JSON type a schema property takes (the non-null one of a nullable type).
+fn json_type(property: &Json) -> &str {
+    match property.get("type") {
+        Some(Json::String(kind)) => kind,
+        Some(Json::Array(kinds)) => kinds
+            .iter()
+            .filter_map(Json::as_str)
+            .find(|k| *k != "null")
+            .unwrap_or("string"),
+        _ => {
+            // `anyOf: [{...}, {"type": "null"}]` for optional enums and structs.
+            let any_of = property.get("anyOf").and_then(Json::as_array);
+            let first = any_of.and_then(|alts| {
+                alts.iter()
+                    .find(|alt| alt.get("type") != Some(&Json::String("null".into())))
+            });
+            match first {
+                Some(alt) if alt.get("type").is_some() => json_type(alt),
+                Some(alt) if alt.get("enum").is_some() => "string",
+                _ => "string",
+            }
+        }
+    }
+}
+
+/// Turns the parsed command line into the arguments object an MCP client would send.
+fn arguments(command: &dyn DynCommand, matches: &ArgMatches) -> Result<Map<String, Json>, ToolError> {
+    let schema = command.input_schema();
+    let properties = schema
+        .get("properties")
+        .and_then(Json::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let mut args = Map::new();
+    for (name, property) in &properties {
+        if name == "sessionId" || name == "context" {
+            continue;
+        }
+        let kind = json_type(property);
+        if kind == "boolean" {
+            if matches.get_flag(name) {
+                args.insert(name.clone(), Json::Bool(true));
+            }
+            continue;
+        }
+        let Some(values) = matches.get_many::<String>(name) else {
+            continue;
+        };
+        let values: Vec<&String> = values.collect();
+        let value = if kind == "array" {
+            let item_kind = property.get("items").map(json_type).unwrap_or("string");
+            let items: Result<Vec<Json>, ToolError> = values.iter().map(|v| scalar(name, item_kind, v)).collect();
+            Json::Array(items?)
+        } else {
+            scalar(name, kind, values[values.len() - 1])?
+        };
+        args.insert(name.clone(), value);
+    }
+    Ok(args)
+}
+
+fn scalar(name: &str, kind: &str, text: &str) -> Result<Json, ToolError> {
+    let flag = kebab(name);
+    match kind {
+        "integer" => text
+            .parse::<i64>()
+            .map(Json::from)
+            .map_err(|_| ToolError::invalid_args(format!("--{flag} expects a whole number, not {text:?}"))),
+        "number" => text
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map(Json::Number)
+            .ok_or_else(|| ToolError::invalid_args(format!("--{flag} expects a number, not {text:?}"))),
+        "object" => serde_json::from_str(text)
+            .map_err(|e| ToolError::invalid_args(format!("--{flag} expects a JSON object: {e}"))),
+        _ => Ok(Json::String(text.to_owned())),
+    }
+}
+
+/// Runs one table command from the command line: hosts the bridge for the length of the
+/// call (waiting the startup grace for plugins to connect), prints, and exits 1 on error.
+pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions) -> ExitCode {
+    let Some(command) = commands::find(name) else {
+        eprintln!("error: unknown command {name}");
+        return ExitCode::FAILURE;
+    };
+    let as_json = matches.get_flag("json");
+    let host = match Host::start(options.host_config()).await {
+        Ok(host) => host,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let target = Target {
+        session_id: matches.get_one::<String>("session").cloned(),
+        instance_id: None,
+        context: matches.get_one::<String>("context").and_then(|c| Context::parse(c)),
+    };
+    let outcome = match arguments(command, matches) {
+        Ok(args) => {
+            let parts = InvocationParts {
+                bridge: host.bridge.clone(),
+                hooks: CallHooks::default(),
+                defaults: Arc::new(Mutex::new(Target::default())),
+                target,
+            };
+            command.invoke(args, parts, options.limits()).await
+        }
+        Err(error) => Err(error),
+    };
+    host.shutdown.cancel();
+    let mut stdout = std::io::stdout().lock();
+    let status = match &outcome {
+        Ok(output) => {
+            if let Some(png) = &output.image {
+                let path = matches
+                    .get_one::<PathBuf>("out")
+                    .cloned()
+                    .unwrap_or_else(|| default_image_path(name));
+                if let Err(error) = std::fs::write(&path, png) {
+                    eprintln!("error: cannot write {}: {error}", path.display());
+                    return ExitCode::FAILURE;
+                }
+                eprintln!("wrote {}", path.display());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(_) => ExitCode::FAILURE,
+    };
+    let printed = if as_json {
+        writeln!(stdout, "{}", crate::mcp::result_json(&outcome))
+    } else {
+        match &outcome {
+            Ok(output) => write!(stdout, "{}", render::human(&output.json)),
+            Err(error) => {
+                eprintln!("error[{}]: {}", error.code, error.message);
+                Ok(())
+            }
+        }
+    };
+    if printed.is_err() {
+        return ExitCode::FAILURE;
+    }
+    status
+}
+
+fn default_image_path(command: &str) -> PathBuf {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    PathBuf::from(format!("studio-bridge-{command}-{now}.png"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_command_parses_its_flags_into_mcp_arguments() {
+        let matches = command()
+            .try_get_matches_from([
+                "studio-bridge",
+                "logs",
+                "--count",
+                "5",
+                "--levels",
+                "Error,Warning",
+                "--include-internal",
+            ])
+            .unwrap();
+        let (name, sub) = matches.subcommand().unwrap();
+        let args = arguments(commands::find(name).unwrap(), sub).unwrap();
+        assert_eq!(
+            Json::Object(args),
+            serde_json::json!({"count": 5, "levels": ["Error", "Warning"], "includeInternal": true})
+        );
+
+        let matches = command()
+            .try_get_matches_from(["studio-bridge", "exec", "return 1", "--timeout-ms", "500"])
+            .unwrap();
+        let (name, sub) = matches.subcommand().unwrap();
+        let args = arguments(commands::find(name).unwrap(), sub).unwrap();
+        assert_eq!(
+            Json::Object(args),
+            serde_json::json!({"script": "return 1", "timeoutMs": 500})
+        );
+    }
+
+    #[test]
+    fn a_bad_number_names_the_flag() {
+        let matches = command()
+            .try_get_matches_from(["studio-bridge", "logs", "--count", "many"])
+            .unwrap();
+        let (name, sub) = matches.subcommand().unwrap();
+        let err = arguments(commands::find(name).unwrap(), sub).unwrap_err();
+        assert!(err.message.contains("--count"), "{}", err.message);
+    }
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        command().debug_assert();
+    }
+}

@@ -1,0 +1,84 @@
+//! `exec`: run Luau in a Studio session and get its returns, errors and output.
+//!
+//! A script error is a result (`success: false`), not a tool error: the agent wrote the
+//! script and needs the message and line to fix it.
+
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
+
+use super::{Command, Invocation, Kind, Output, Spec, plugin_json};
+use crate::protocol::{Context, ToolError};
+
+/// Longest `timeoutMs` accepted (10 minutes).
+const MAX_TIMEOUT_MS: u64 = 600_000;
+/// How long the host waits beyond `timeoutMs` for a script that never yields.
+const HOST_GRACE: Duration = Duration::from_secs(5);
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ExecArgs {
+    /// Luau source, run as a chunk. `return` values come back in `returns`.
+    pub script: String,
+    /// Stop the script after this many milliseconds (1–600000; enforced where it yields).
+    #[serde(default = "default_timeout_ms")]
+    pub timeout_ms: u64,
+}
+
+fn default_timeout_ms() -> u64 {
+    120_000
+}
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ExecResult {
+    /// False when the script failed to compile or raised an error.
+    pub success: bool,
+    /// One entry per returned value (nil as null, in place).
+    pub returns: Vec<Json>,
+    /// Luau's error message with its line, when success is false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// What the script printed or warned, in order.
+    pub logs: Vec<ExecLog>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<bool>,
+}
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ExecLog {
+    pub level: String,
+    pub body: String,
+}
+
+pub struct Exec;
+
+impl Command for Exec {
+    type Args = ExecArgs;
+    type Result = ExecResult;
+    const SPEC: Spec = Spec {
+        name: "exec",
+        description: "Run Luau in Studio and get its return values, printed output and any error with its line. Runs on the server during Play, in the edit DataModel otherwise.",
+        needs_session: true,
+        default_context: Context::Server,
+        timeout: Duration::from_secs(125),
+        kind: Kind::Write,
+        idempotent: false,
+        positional: &["script"],
+        truncation_hint: "Return or print less (e.g. a count or a slice instead of a whole table).",
+    };
+
+    async fn run(args: ExecArgs, cx: &Invocation) -> Result<Output, ToolError> {
+        if !(1..=MAX_TIMEOUT_MS).contains(&args.timeout_ms) {
+            return Err(ToolError::invalid_args(format!(
+                "`timeoutMs` must be between 1 and {MAX_TIMEOUT_MS}."
+            )));
+        }
+        let plugin_timeout = Duration::from_millis(args.timeout_ms);
+        let result = cx
+            .call_plugin(&Self::SPEC, &args, plugin_timeout + HOST_GRACE, Some(plugin_timeout))
+            .await?;
+        Ok(Output::json(plugin_json(&result)))
+    }
+}

@@ -1,0 +1,98 @@
+//! `logs`: Studio's output, from the plugin's ring buffer of LogService messages.
+
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{Command, Invocation, Kind, Output, Spec, plugin_json};
+use crate::protocol::{Context, ToolError};
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LogsArgs {
+    /// How many entries to return (1–10000).
+    #[serde(default = "default_count")]
+    #[schemars(range(min = 1, max = 10000))]
+    pub count: u32,
+    /// `tail` for the newest entries, `head` for the oldest.
+    #[serde(default)]
+    pub direction: Direction,
+    /// Only these levels (default: all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub levels: Option<Vec<Level>>,
+    /// Include studio-bridge's own `[StudioBridge]` lines.
+    #[serde(default)]
+    pub include_internal: bool,
+    /// Only entries after this sequence number: pass the previous result's `nextSince` to read on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<u64>,
+}
+
+fn default_count() -> u32 {
+    50
+}
+
+#[derive(Debug, Default, Clone, Copy, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    Head,
+    #[default]
+    Tail,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema)]
+pub enum Level {
+    Print,
+    Info,
+    Warning,
+    Error,
+}
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LogsResult {
+    pub entries: Vec<LogEntry>,
+    /// Entries in the buffer in all.
+    pub total: u64,
+    pub buffer_capacity: u64,
+    /// Pass as `since` to get only newer entries.
+    pub next_since: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<bool>,
+}
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct LogEntry {
+    pub seq: u64,
+    pub level: String,
+    pub body: String,
+    /// Unix milliseconds.
+    pub timestamp: f64,
+}
+
+pub struct Logs;
+
+impl Command for Logs {
+    type Args = LogsArgs;
+    type Result = LogsResult;
+    const SPEC: Spec = Spec {
+        name: "logs",
+        description: "Read Studio's output log (print, warn, errors). Use `since` with the last `nextSince` to see only what is new after an action.",
+        needs_session: true,
+        default_context: Context::Edit,
+        timeout: Duration::from_secs(10),
+        kind: Kind::Read,
+        idempotent: true,
+        positional: &[],
+        truncation_hint: "Ask for fewer entries (count), filter by levels, or page with since.",
+    };
+
+    async fn run(args: LogsArgs, cx: &Invocation) -> Result<Output, ToolError> {
+        if !(1..=10_000).contains(&args.count) {
+            return Err(ToolError::invalid_args("`count` must be between 1 and 10000."));
+        }
+        let result = cx.call_plugin(&Self::SPEC, &args, Self::SPEC.timeout, None).await?;
+        Ok(Output::json(plugin_json(&result)))
+    }
+}

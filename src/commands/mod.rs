@@ -1,0 +1,433 @@
+//! The command table: every capability is one definition here, and the adapters (MCP,
+//! CLI) are generic over it. Adding a command is one file in this folder, one line in
+//! [`ALL`], and one Luau action in the plugin; nothing else.
+
+mod bound;
+pub mod exec;
+pub mod logs;
+pub mod query;
+pub mod screenshot;
+pub mod sessions;
+pub mod state;
+pub mod target;
+
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmpv::Value as Msgpack;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value as Json};
+
+use crate::bridge::{Bridge, Call, CallHooks, Target};
+use crate::protocol::{Context, ErrorCode, ToolError, value};
+
+/// What a command does to Studio, for MCP annotations and agents' caution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Read,
+    Write,
+    Destructive,
+}
+
+/// The static description of one command.
+#[derive(Debug)]
+pub struct Spec {
+    /// `studio_<name>` as an MCP tool, `studio-bridge <name>` on the command line, and
+    /// the plugin action's name.
+    pub name: &'static str,
+    /// Written for an agent: when to use the tool, in one or two sentences.
+    pub description: &'static str,
+    /// Whether the command runs in a Studio session (and so takes sessionId/context).
+    pub needs_session: bool,
+    /// The context used when the target instance is in Play and none is named.
+    pub default_context: Context,
+    /// The host's deadline for one call.
+    pub timeout: Duration,
+    pub kind: Kind,
+    pub idempotent: bool,
+    /// Arguments the CLI takes positionally, in order (`studio-bridge exec 'print(1)'`).
+    pub positional: &'static [&'static str],
+    /// Said to the agent when a result had to be cut: how to get the rest.
+    pub truncation_hint: &'static str,
+}
+
+/// The result of a command: JSON for the agent, and for screenshots a PNG.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Output {
+    pub json: Json,
+    pub image: Option<Vec<u8>>,
+}
+
+impl Output {
+    pub fn json(json: Json) -> Output {
+        Output { json, image: None }
+    }
+}
+
+/// Limits that apply to every command's result.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Largest JSON result (TOOLS.md, Bounded output).
+    pub max_result_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_result_bytes: 256 * 1024,
+        }
+    }
+}
+
+/// Everything a command needs while it runs.
+pub struct Invocation {
+    pub bridge: Bridge,
+    /// The Studio the caller named (or its default).
+    pub target: Target,
+    pub hooks: CallHooks,
+    /// This caller's default target (`studio_target`), one per MCP connection.
+    pub defaults: Arc<Mutex<Target>>,
+}
+
+impl Invocation {
+    /// Calls this command's plugin action with `args` (defaults already filled in).
+    pub async fn call_plugin(
+        &self,
+        spec: &Spec,
+        args: &impl Serialize,
+        timeout: Duration,
+        plugin_timeout: Option<Duration>,
+    ) -> Result<Msgpack, ToolError> {
+        let args = rmpv::ext::to_value(args)
+            .map_err(|e| ToolError::invalid_args(format!("arguments could not be encoded: {e}")))?;
+        let call = Call {
+            target: self.target.clone(),
+            action: spec.name.to_owned(),
+            args: map_if_empty(args),
+            default_context: spec.default_context,
+            timeout,
+            plugin_timeout,
+        };
+        self.bridge.call(call, self.hooks.clone()).await
+    }
+}
+
+/// `args` is a map by definition (PROTOCOL.md, Values): an argument struct with no
+/// fields must not go out as an empty array.
+fn map_if_empty(args: Msgpack) -> Msgpack {
+    match args {
+        Msgpack::Nil => Msgpack::Map(Vec::new()),
+        Msgpack::Array(items) if items.is_empty() => Msgpack::Map(Vec::new()),
+        other => other,
+    }
+}
+
+/// A plugin result as JSON.
+pub fn plugin_json(result: &Msgpack) -> Json {
+    value::to_json(result)
+}
+
+/// One command: its spec, its typed arguments and result, and how it runs.
+pub trait Command: Send + Sync + 'static {
+    /// Arguments, minus `sessionId`/`context` (the adapters add those).
+    type Args: DeserializeOwned + Serialize + JsonSchema + Send + Sync + 'static;
+    /// The shape of the result, for the MCP output schema.
+    type Result: JsonSchema;
+    const SPEC: Spec;
+
+    fn run(args: Self::Args, cx: &Invocation) -> impl Future<Output = Result<Output, ToolError>> + Send;
+}
+
+/// A command with its types erased, as the adapters hold it.
+pub trait DynCommand: Send + Sync {
+    fn spec(&self) -> &'static Spec;
+    fn input_schema(&self) -> Map<String, Json>;
+    fn output_schema(&self) -> Map<String, Json>;
+    /// Validates `args` (naming the field and the fix), runs the command and bounds its
+    /// result.
+    fn invoke<'a>(
+        &'a self,
+        args: Map<String, Json>,
+        cx: InvocationParts,
+        limits: Limits,
+    ) -> Pin<Box<dyn Future<Output = Result<Output, ToolError>> + Send + 'a>>;
+}
+
+/// What an adapter hands to [`DynCommand::invoke`]; the target is worked out from the
+/// arguments there.
+pub struct InvocationParts {
+    pub bridge: Bridge,
+    pub hooks: CallHooks,
+    pub defaults: Arc<Mutex<Target>>,
+    /// A target given outside the arguments (the CLI's `--session`/`--context`).
+    pub target: Target,
+}
+
+struct Erased<C>(PhantomData<C>);
+
+impl<C: Command> DynCommand for Erased<C> {
+    fn spec(&self) -> &'static Spec {
+        &C::SPEC
+    }
+
+    fn input_schema(&self) -> Map<String, Json> {
+        let mut schema = schema_for::<C::Args>();
+        if C::SPEC.needs_session {
+            add_session_properties(&mut schema);
+        }
+        schema
+    }
+
+    fn output_schema(&self) -> Map<String, Json> {
+        schema_for::<C::Result>()
+    }
+
+    fn invoke<'a>(
+        &'a self,
+        mut args: Map<String, Json>,
+        parts: InvocationParts,
+        limits: Limits,
+    ) -> Pin<Box<dyn Future<Output = Result<Output, ToolError>> + Send + 'a>> {
+        Box::pin(async move {
+            let mut target = parts.target;
+            if C::SPEC.needs_session {
+                take_target(&mut args, &mut target)?;
+                let defaults = parts.defaults.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                if target.session_id.is_none() && target.instance_id.is_none() {
+                    target.session_id = defaults.session_id;
+                    target.instance_id = defaults.instance_id;
+                }
+            }
+            let typed: C::Args = parse_args(C::SPEC.name, args)?;
+            let cx = Invocation {
+                bridge: parts.bridge,
+                target,
+                hooks: parts.hooks,
+                defaults: parts.defaults,
+            };
+            let mut output = C::run(typed, &cx).await?;
+            output.json = bound::bound(output.json, limits.max_result_bytes, C::SPEC.truncation_hint);
+            Ok(output)
+        })
+    }
+}
+
+const fn erased<C: Command>() -> &'static dyn DynCommand {
+    &Erased::<C>(PhantomData)
+}
+
+/// Every command, in the order agents see them.
+pub static ALL: &[&dyn DynCommand] = &[
+    erased::<sessions::Sessions>(),
+    erased::<target::TargetCommand>(),
+    erased::<state::State>(),
+    erased::<logs::Logs>(),
+    erased::<query::Query>(),
+    erased::<exec::Exec>(),
+    erased::<screenshot::Screenshot>(),
+];
+
+pub fn find(name: &str) -> Option<&'static dyn DynCommand> {
+    ALL.iter().copied().find(|c| c.spec().name == name)
+}
+
+/// Takes `sessionId`, `instanceId` and `context` out of the arguments into the target.
+fn take_target(args: &mut Map<String, Json>, target: &mut Target) -> Result<(), ToolError> {
+    match args.remove("sessionId") {
+        None | Some(Json::Null) => {}
+        Some(Json::String(id)) => target.session_id = Some(id),
+        Some(_) => {
+            return Err(ToolError::invalid_args(
+                "`sessionId` must be a string: one of the sessionIds that studio_sessions lists.",
+            ));
+        }
+    }
+    match args.remove("instanceId") {
+        None | Some(Json::Null) => {}
+        Some(Json::String(id)) => target.instance_id = Some(id),
+        Some(_) => {
+            return Err(ToolError::invalid_args(
+                "`instanceId` must be a string: one of the instanceIds that studio_sessions lists.",
+            ));
+        }
+    }
+    match args.remove("context") {
+        None | Some(Json::Null) => {}
+        Some(Json::String(text)) if Context::parse(&text).is_some() => target.context = Context::parse(&text),
+        Some(other) => {
+            return Err(ToolError::invalid_args(format!(
+                "`context` must be \"edit\", \"server\" or \"client\", not {other}. Omit it to use the command's default."
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Deserializes arguments, naming the offending field and what it expects.
+fn parse_args<T: DeserializeOwned>(command: &str, args: Map<String, Json>) -> Result<T, ToolError> {
+    serde_path_to_error::deserialize(Json::Object(args)).map_err(|error| {
+        let path = error.path().to_string();
+        let inner = error.into_inner();
+        let message = if path == "." || path.is_empty() {
+            format!("Invalid arguments for {command}: {inner}. Check the tool's input schema.")
+        } else {
+            format!("Invalid argument `{path}` for {command}: {inner}. Check the tool's input schema.")
+        };
+        ToolError::invalid_args(message)
+    })
+}
+
+/// Input and output schemas, inlined (no `$ref`), without the non-standard numeric
+/// `format`s schemars adds (`uint32`, `double`), which strict clients reject.
+fn schema_for<T: JsonSchema>() -> Map<String, Json> {
+    let settings = schemars::generate::SchemaSettings::draft2020_12().with(|s| {
+        s.inline_subschemas = true;
+    });
+    let schema = settings.into_generator().into_root_schema_for::<T>();
+    let mut json = match schema.to_value() {
+        Json::Object(map) => map,
+        _ => Map::new(),
+    };
+    json.remove("$schema");
+    json.remove("title");
+    strip_numeric_formats(&mut json);
+    json.entry("type").or_insert_with(|| Json::String("object".into()));
+    json.entry("properties").or_insert_with(|| Json::Object(Map::new()));
+    json
+}
+
+fn strip_numeric_formats(map: &mut Map<String, Json>) {
+    if let Some(Json::String(format)) = map.get("format")
+        && matches!(
+            format.as_str(),
+            "uint"
+                | "uint8"
+                | "uint16"
+                | "uint32"
+                | "uint64"
+                | "int"
+                | "int8"
+                | "int16"
+                | "int32"
+                | "int64"
+                | "double"
+                | "float"
+        )
+    {
+        map.remove("format");
+    }
+    for child in map.values_mut() {
+        match child {
+            Json::Object(inner) => strip_numeric_formats(inner),
+            Json::Array(items) => {
+                for item in items {
+                    if let Json::Object(inner) = item {
+                        strip_numeric_formats(inner);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn add_session_properties(schema: &mut Map<String, Json>) {
+    let properties = schema.entry("properties").or_insert_with(|| Json::Object(Map::new()));
+    if let Json::Object(properties) = properties {
+        properties.insert(
+            "sessionId".into(),
+            serde_json::json!({
+                "type": "string",
+                "description": "Which Studio session to use (from studio_sessions). Omit when one Studio is open."
+            }),
+        );
+        properties.insert(
+            "context".into(),
+            serde_json::json!({
+                "type": "string",
+                "enum": ["edit", "server", "client"],
+                "description": "Which DataModel during Play: edit, server or client. Omit for the command's default."
+            }),
+        );
+    }
+}
+
+/// The error for a plugin result that does not have the promised shape.
+pub fn bad_result(command: &str, detail: &str) -> ToolError {
+    ToolError::new(
+        ErrorCode::PluginError,
+        format!(
+            "The Studio plugin answered {command} with an unexpected result ({detail}). Update the plugin with `studio-bridge install-plugin` and restart Studio."
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_snake_case() {
+        let mut names: Vec<&str> = ALL.iter().map(|c| c.spec().name).collect();
+        for name in &names {
+            assert!(name.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{name}");
+        }
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), ALL.len());
+    }
+
+    #[test]
+    fn schemas_are_objects_without_refs_or_nonstandard_formats() {
+        for command in ALL {
+            for schema in [command.input_schema(), command.output_schema()] {
+                let text = Json::Object(schema.clone()).to_string();
+                assert_eq!(
+                    schema.get("type"),
+                    Some(&Json::String("object".into())),
+                    "{}",
+                    command.spec().name
+                );
+                assert!(!text.contains("$ref"), "{}: {text}", command.spec().name);
+                assert!(!text.contains("\"format\":\"uint"), "{}: {text}", command.spec().name);
+                assert!(!text.contains("\"format\":\"double"), "{}: {text}", command.spec().name);
+            }
+            let input = command.input_schema();
+            let has_session = input["properties"].get("sessionId").is_some();
+            assert_eq!(has_session, command.spec().needs_session, "{}", command.spec().name);
+        }
+    }
+
+    #[test]
+    fn descriptions_are_lean() {
+        for command in ALL {
+            let words = command.spec().description.split_whitespace().count();
+            assert!((5..=80).contains(&words), "{}: {words} words", command.spec().name);
+        }
+    }
+
+    #[test]
+    fn bad_arguments_name_the_field() {
+        let args = serde_json::json!({ "script": 5 });
+        let Json::Object(args) = args else { unreachable!() };
+        let err = parse_args::<exec::ExecArgs>("exec", args).unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidArgs);
+        assert!(err.message.contains("`script`"), "{}", err.message);
+
+        let Json::Object(args) = serde_json::json!({ "scirpt": "x" }) else {
+            unreachable!()
+        };
+        let err = parse_args::<exec::ExecArgs>("exec", args).unwrap_err();
+        assert!(err.message.contains("scirpt"), "{}", err.message);
+
+        let mut args = Map::new();
+        args.insert("context".into(), Json::String("studio".into()));
+        let err = take_target(&mut args, &mut Target::default()).unwrap_err();
+        assert!(err.message.contains("`context`"), "{}", err.message);
+    }
+}

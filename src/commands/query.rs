@@ -1,0 +1,82 @@
+//! `query`: one instance of the DataModel, its properties, attributes, tags and
+//! children.
+
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
+
+use super::{Command, Invocation, Kind, Output, Spec, plugin_json};
+use crate::protocol::{Context, ToolError};
+
+/// Deepest nesting `depth` may ask for: each level multiplies the result.
+const MAX_DEPTH: u32 = 10;
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct QueryArgs {
+    /// Instance path, e.g. `game.Workspace.Model.Part` or `Workspace["My.Part"]`; `game.` is optional.
+    #[serde(default = "default_path")]
+    pub path: String,
+    /// Levels of children to include as full entries (0–10).
+    #[serde(default)]
+    pub depth: u32,
+    /// Properties to read (default: Name, ClassName, Parent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub properties: Option<Vec<String>>,
+    /// Include the instance's attributes.
+    #[serde(default)]
+    pub include_attributes: bool,
+    /// List direct children as `{name, className, path, childCount}`.
+    #[serde(default)]
+    pub children: bool,
+    /// At `game`, list the services.
+    #[serde(default)]
+    pub list_services: bool,
+}
+
+fn default_path() -> String {
+    "game".to_owned()
+}
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct QueryResult {
+    /// `{name, className, path, properties, propertyErrors?, attributes, tags, childCount, children?}`.
+    pub instance: Json,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<bool>,
+}
+
+pub struct Query;
+
+impl Command for Query {
+    type Args = QueryArgs;
+    type Result = QueryResult;
+    const SPEC: Spec = Spec {
+        name: "query",
+        description: "Inspect one instance by path: properties, attributes, tags, children (depth for nested levels). Use it to explore the DataModel before editing.",
+        needs_session: true,
+        default_context: Context::Edit,
+        timeout: Duration::from_secs(10),
+        kind: Kind::Read,
+        idempotent: true,
+        positional: &["path"],
+        truncation_hint: "Query a narrower path, a smaller depth, or fewer properties.",
+    };
+
+    async fn run(args: QueryArgs, cx: &Invocation) -> Result<Output, ToolError> {
+        if args.depth > MAX_DEPTH {
+            return Err(ToolError::invalid_args(format!(
+                "`depth` must be at most {MAX_DEPTH}; query a deeper path instead."
+            )));
+        }
+        if args.path.trim().is_empty() {
+            return Err(ToolError::invalid_args(
+                "`path` is empty; pass an instance path such as game.Workspace.",
+            ));
+        }
+        let result = cx.call_plugin(&Self::SPEC, &args, Self::SPEC.timeout, None).await?;
+        Ok(Output::json(plugin_json(&result)))
+    }
+}

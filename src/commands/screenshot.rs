@@ -1,0 +1,113 @@
+//! `screenshot`: what the Studio viewport shows, as a PNG image block.
+//!
+//! The plugin sends raw RGBA (it has no PNG encoder); the host scales anything wider
+//! than `maxWidth` and encodes the PNG with a fast setting.
+
+use std::time::Duration;
+
+use rmpv::Value as Msgpack;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::{Command, Invocation, Kind, Output, Spec, bad_result};
+use crate::protocol::{Context, ToolError};
+
+const MAX_WIDTH_LIMIT: u32 = 3840;
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ScreenshotArgs {
+    /// Widest image to return, in pixels (16–3840); the aspect ratio is kept.
+    #[serde(default = "default_max_width")]
+    pub max_width: u32,
+}
+
+fn default_max_width() -> u32 {
+    1280
+}
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ScreenshotResult {
+    pub width: u32,
+    pub height: u32,
+}
+
+pub struct Screenshot;
+
+impl Command for Screenshot {
+    type Args = ScreenshotArgs;
+    type Result = ScreenshotResult;
+    const SPEC: Spec = Spec {
+        name: "screenshot",
+        description: "Capture the Studio viewport as a PNG image, to see what the place looks like after a change.",
+        needs_session: true,
+        default_context: Context::Edit,
+        timeout: Duration::from_secs(15),
+        kind: Kind::Read,
+        idempotent: true,
+        positional: &[],
+        truncation_hint: "",
+    };
+
+    async fn run(args: ScreenshotArgs, cx: &Invocation) -> Result<Output, ToolError> {
+        if !(16..=MAX_WIDTH_LIMIT).contains(&args.max_width) {
+            return Err(ToolError::invalid_args(format!(
+                "`maxWidth` must be between 16 and {MAX_WIDTH_LIMIT}."
+            )));
+        }
+        let result = cx.call_plugin(&Self::SPEC, &args, Self::SPEC.timeout, None).await?;
+        let raw = RawImage::from_plugin(result)?;
+        let (width, height, rgba) = crate::image::fit_width(raw.width, raw.height, raw.rgba, args.max_width);
+        let png = crate::image::encode_png(width, height, &rgba)
+            .map_err(|e| bad_result("screenshot", &format!("PNG encoding failed: {e}")))?;
+        Ok(Output {
+            json: json!({ "width": width, "height": height }),
+            image: Some(png),
+        })
+    }
+}
+
+struct RawImage {
+    width: u32,
+    height: u32,
+    rgba: Vec<u8>,
+}
+
+impl RawImage {
+    fn from_plugin(result: Msgpack) -> Result<RawImage, ToolError> {
+        let Msgpack::Map(entries) = result else {
+            return Err(bad_result("screenshot", "not a map"));
+        };
+        let mut width = None;
+        let mut height = None;
+        let mut rgba = None;
+        for (key, value) in entries {
+            match (key.as_str(), value) {
+                (Some("width"), v) => width = as_dimension(&v),
+                (Some("height"), v) => height = as_dimension(&v),
+                (Some("rgba"), Msgpack::Binary(bytes)) => rgba = Some(bytes),
+                _ => {}
+            }
+        }
+        let (Some(width), Some(height), Some(rgba)) = (width, height, rgba) else {
+            return Err(bad_result("screenshot", "expected width, height and binary rgba"));
+        };
+        let expected = u64::from(width) * u64::from(height) * 4;
+        if rgba.len() as u64 != expected || width == 0 || height == 0 {
+            return Err(bad_result(
+                "screenshot",
+                &format!("{width}×{height} needs {expected} RGBA bytes, got {}", rgba.len()),
+            ));
+        }
+        Ok(RawImage { width, height, rgba })
+    }
+}
+
+fn as_dimension(value: &Msgpack) -> Option<u32> {
+    match value {
+        Msgpack::Integer(i) => i.as_u64().and_then(|n| u32::try_from(n).ok()),
+        Msgpack::F64(f) if f.fract() == 0.0 && *f >= 0.0 && *f <= f64::from(u32::MAX) => Some(*f as u32),
+        _ => None,
+    }
+}

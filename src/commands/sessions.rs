@@ -1,0 +1,44 @@
+//! `sessions`: the connected Studio sessions. Answered by the bridge host itself.
+
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{Command, Invocation, Kind, Output, Spec};
+use crate::bridge::SessionInfo;
+use crate::protocol::{Context, ToolError};
+
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionsArgs {}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SessionsResult {
+    pub sessions: Vec<SessionInfo>,
+}
+
+pub struct Sessions;
+
+impl Command for Sessions {
+    type Args = SessionsArgs;
+    type Result = SessionsResult;
+    const SPEC: Spec = Spec {
+        name: "sessions",
+        description: "List the connected Roblox Studio sessions (one per DataModel: edit, and server/client during Play). Call this first; pass a sessionId to other tools when several Studios are open.",
+        needs_session: false,
+        default_context: Context::Edit,
+        timeout: Duration::from_secs(2),
+        kind: Kind::Read,
+        idempotent: true,
+        positional: &[],
+        truncation_hint: "",
+    };
+
+    async fn run(_args: SessionsArgs, cx: &Invocation) -> Result<Output, ToolError> {
+        let sessions = cx.bridge.sessions().await?;
+        Ok(Output::json(
+            serde_json::to_value(SessionsResult { sessions }).unwrap_or_default(),
+        ))
+    }
+}

@@ -1,0 +1,95 @@
+//! `target`: this caller's default Studio, used when a call names none. Kept per MCP
+//! connection, so another agent's default is its own. Answered by the bridge itself.
+
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::{Command, Invocation, Kind, Output, Spec};
+use crate::bridge::{SessionInfo, Target};
+use crate::protocol::{Context, ErrorCode, ToolError};
+
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TargetArgs {
+    /// Make this session or instance the default for calls that name none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub set: Option<TargetChoice>,
+    /// Forget the default.
+    #[serde(default)]
+    pub clear: bool,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TargetChoice {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_id: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TargetResult {
+    /// The default target now in force (null when none).
+    pub target: Option<Target>,
+    pub sessions: Vec<SessionInfo>,
+}
+
+pub struct TargetCommand;
+
+impl Command for TargetCommand {
+    type Args = TargetArgs;
+    type Result = TargetResult;
+    const SPEC: Spec = Spec {
+        name: "target",
+        description: "Show or set this agent's default Studio (a sessionId or instanceId) for calls that name none. Use it when several Studio instances are open.",
+        needs_session: false,
+        default_context: Context::Edit,
+        timeout: Duration::from_secs(2),
+        kind: Kind::Read,
+        idempotent: true,
+        positional: &[],
+        truncation_hint: "",
+    };
+
+    async fn run(args: TargetArgs, cx: &Invocation) -> Result<Output, ToolError> {
+        if args.clear && args.set.is_some() {
+            return Err(ToolError::invalid_args("Pass either `set` or `clear`, not both."));
+        }
+        let sessions = cx.bridge.sessions().await?;
+        if let Some(choice) = args.set {
+            let known = match (&choice.session_id, &choice.instance_id) {
+                (Some(id), None) => sessions.iter().any(|s| &s.session_id == id),
+                (None, Some(id)) => sessions.iter().any(|s| &s.instance_id == id),
+                _ => {
+                    return Err(ToolError::invalid_args(
+                        "`set` takes exactly one of `sessionId` or `instanceId` (from studio_sessions).",
+                    ));
+                }
+            };
+            if !known {
+                return Err(ToolError::new(
+                    ErrorCode::SessionNotFound,
+                    "No connected session or instance has that id. Call studio_sessions and pick one of its ids.",
+                )
+                .with_details(json!({ "sessions": sessions })));
+            }
+            let mut defaults = cx.defaults.lock().unwrap_or_else(|p| p.into_inner());
+            *defaults = Target {
+                session_id: choice.session_id,
+                instance_id: choice.instance_id,
+                context: None,
+            };
+        } else if args.clear {
+            *cx.defaults.lock().unwrap_or_else(|p| p.into_inner()) = Target::default();
+        }
+        let current = cx.defaults.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let target = (current != Target::default()).then_some(current);
+        Ok(Output::json(
+            serde_json::to_value(TargetResult { target, sessions }).unwrap_or_default(),
+        ))
+    }
+}

@@ -1,0 +1,12 @@
+//! studio-bridge: lets AI coding agents see and drive running Roblox Studio sessions.
+//!
+//! `studio-bridge mcp` speaks MCP on stdio and hosts the loopback WebSocket bridge that
+//! the Studio plugin connects to; every other subcommand is one command of the table.
+//! See `docs/protocol.md` for the wire contract.
+
+pub mod bridge;
+pub mod cli;
+pub mod commands;
+pub mod image;
+pub mod mcp;
+pub mod protocol;

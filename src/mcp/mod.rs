@@ -1,0 +1,172 @@
+//! The MCP surface: one tool per command of the table, named `studio_<name>`.
+//!
+//! A hand-written `ServerHandler`, generic over [`crate::commands::ALL`]: it lists the
+//! tools (schemas and annotations from each command's definition), validates and runs a
+//! call, forwards progress and cancellation, and maps results and errors (TOOLS.md, What
+//! the agent sees). It holds no command-specific logic.
+
+use std::sync::{Arc, Mutex};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::Value as Json;
+use tokio::sync::mpsc;
+
+use crate::bridge::{Bridge, CallHooks, Progress, Target};
+use crate::commands::{self, DynCommand, InvocationParts, Kind, Limits, Output};
+use crate::protocol::{SERVER_VERSION, ToolError};
+
+const TOOL_PREFIX: &str = "studio_";
+
+const INSTRUCTIONS: &str = "studio-bridge connects you to running Roblox Studio sessions. Call studio_sessions first to see which Studios are connected; with several, pass a sessionId (or set a default with studio_target). During Play, exec runs on the server by default; pass context to choose edit, server or client. Tool errors carry a stable code and say what to do next.";
+
+/// One MCP connection: its own default target, shared bridge.
+pub struct McpServer {
+    bridge: Bridge,
+    limits: Limits,
+    defaults: Arc<Mutex<Target>>,
+    tools: Arc<Vec<Tool>>,
+}
+
+impl McpServer {
+    pub fn new(bridge: Bridge, limits: Limits) -> McpServer {
+        McpServer {
+            bridge,
+            limits,
+            defaults: Arc::new(Mutex::new(Target::default())),
+            tools: Arc::new(commands::ALL.iter().map(|c| tool_for(*c)).collect()),
+        }
+    }
+}
+
+fn tool_for(command: &dyn DynCommand) -> Tool {
+    let spec = command.spec();
+    let annotations = ToolAnnotations::new()
+        .read_only(spec.kind == Kind::Read)
+        .destructive(spec.kind == Kind::Destructive)
+        .idempotent(spec.idempotent)
+        .open_world(false);
+    let mut tool = Tool::default();
+    tool.name = format!("{TOOL_PREFIX}{}", spec.name).into();
+    tool.description = Some(spec.description.into());
+    tool.input_schema = Arc::new(command.input_schema());
+    tool.output_schema = Some(Arc::new(command.output_schema()));
+    tool.annotations = Some(annotations);
+    tool
+}
+
+/// The tool result for a command's output: the complete JSON as text (some clients
+/// show the model only the text) and as structured content, plus an image block for
+/// images.
+pub fn success_result(output: Output) -> CallToolResult {
+    let text = output.json.to_string();
+    let mut content = Vec::with_capacity(2);
+    if let Some(png) = &output.image {
+        content.push(ContentBlock::image(BASE64.encode(png), "image/png"));
+    }
+    content.push(ContentBlock::text(text));
+    let mut result = CallToolResult::success(content);
+    result.structured_content = Some(output.json);
+    result
+}
+
+/// A tool-level failure: `isError: true` with `{"error": {code, message, details?}}`.
+pub fn error_result(error: &ToolError) -> CallToolResult {
+    let json = error.to_json();
+    let mut result = CallToolResult::error(vec![ContentBlock::text(json.to_string())]);
+    result.structured_content = Some(json);
+    result
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("studio-bridge", SERVER_VERSION))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let command = request
+            .name
+            .strip_prefix(TOOL_PREFIX)
+            .and_then(commands::find)
+            .ok_or_else(|| {
+                McpError::invalid_params(
+                    format!(
+                        "Unknown tool {:?}. Call tools/list for the studio_* tools.",
+                        request.name
+                    ),
+                    None,
+                )
+            })?;
+        let progress = context.meta.get_progress_token().map(|token| {
+            let (sender, mut updates) = mpsc::unbounded_channel::<Progress>();
+            let peer = context.peer.clone();
+            tokio::spawn(async move {
+                while let Some(update) = updates.recv().await {
+                    let mut param = ProgressNotificationParam::new(token.clone(), update.progress);
+                    param.total = update.total;
+                    param.message = update.message;
+                    if peer.notify_progress(param).await.is_err() {
+                        break;
+                    }
+                }
+            });
+            sender
+        });
+        let parts = InvocationParts {
+            bridge: self.bridge.clone(),
+            hooks: CallHooks {
+                progress,
+                cancel: context.ct.clone(),
+            },
+            defaults: Arc::clone(&self.defaults),
+            target: Target::default(),
+        };
+        let args = request.arguments.unwrap_or_default();
+        let result = match command.invoke(args, parts, self.limits).await {
+            Ok(output) => success_result(output),
+            Err(error) => {
+                tracing::debug!(tool = %request.name, %error, "tool call failed");
+                error_result(&error)
+            }
+        };
+        Ok(result.into())
+    }
+}
+
+/// Serves MCP on stdin/stdout until the client disconnects.
+pub async fn serve_stdio(bridge: Bridge, limits: Limits) -> anyhow::Result<()> {
+    use rmcp::ServiceExt as _;
+    let server = McpServer::new(bridge, limits);
+    let running = server.serve(rmcp::transport::stdio_pipes()).await?;
+    let reason = running.waiting().await?;
+    tracing::info!(?reason, "MCP client disconnected");
+    Ok(())
+}
+
+/// The JSON an MCP client sees for a command's outcome; the CLI prints it for `--json`.
+pub fn result_json(outcome: &Result<Output, ToolError>) -> Json {
+    match outcome {
+        Ok(output) => output.json.clone(),
+        Err(error) => error.to_json(),
+    }
+}

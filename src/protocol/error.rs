@@ -1,0 +1,131 @@
+//! Error codes are part of the contract: agents branch on them, so they are stable
+//! snake_case strings, and every message says what to do next.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    NoSessions,
+    SessionNotFound,
+    AmbiguousInstance,
+    ContextUnavailable,
+    SessionLost,
+    Timeout,
+    Cancelled,
+    Busy,
+    PluginError,
+    NotFound,
+    InvalidArgs,
+    UnknownAction,
+    MessageTooLarge,
+    HostLost,
+    PermissionDenied,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::NoSessions => "no_sessions",
+            ErrorCode::SessionNotFound => "session_not_found",
+            ErrorCode::AmbiguousInstance => "ambiguous_instance",
+            ErrorCode::ContextUnavailable => "context_unavailable",
+            ErrorCode::SessionLost => "session_lost",
+            ErrorCode::Timeout => "timeout",
+            ErrorCode::Cancelled => "cancelled",
+            ErrorCode::Busy => "busy",
+            ErrorCode::PluginError => "plugin_error",
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::InvalidArgs => "invalid_args",
+            ErrorCode::UnknownAction => "unknown_action",
+            ErrorCode::MessageTooLarge => "message_too_large",
+            ErrorCode::HostLost => "host_lost",
+            ErrorCode::PermissionDenied => "permission_denied",
+        }
+    }
+
+    /// Reads a code a plugin sent. A plugin may invent codes of its own; those are
+    /// reported as `plugin_error` with the original code kept in `details`.
+    pub fn parse(text: &str) -> Option<ErrorCode> {
+        serde_json::from_value(Json::String(text.to_owned())).ok()
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A failure of a tool call, as the agent sees it: `{"error": {code, message, details?}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolError {
+    pub code: ErrorCode,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<Json>,
+}
+
+impl ToolError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        ToolError {
+            code,
+            message: message.into(),
+            details: None,
+        }
+    }
+
+    pub fn with_details(mut self, details: Json) -> Self {
+        self.details = Some(details);
+        self
+    }
+
+    pub fn invalid_args(message: impl Into<String>) -> Self {
+        ToolError::new(ErrorCode::InvalidArgs, message)
+    }
+
+    /// The `{"error": {...}}` object that is both the text and the structured content
+    /// of a failed tool call.
+    pub fn to_json(&self) -> Json {
+        serde_json::json!({ "error": self })
+    }
+}
+
+impl std::fmt::Display for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_round_trip_through_their_wire_names() {
+        for code in [
+            ErrorCode::NoSessions,
+            ErrorCode::SessionNotFound,
+            ErrorCode::AmbiguousInstance,
+            ErrorCode::ContextUnavailable,
+            ErrorCode::SessionLost,
+            ErrorCode::Timeout,
+            ErrorCode::Cancelled,
+            ErrorCode::Busy,
+            ErrorCode::PluginError,
+            ErrorCode::NotFound,
+            ErrorCode::InvalidArgs,
+            ErrorCode::UnknownAction,
+            ErrorCode::MessageTooLarge,
+            ErrorCode::HostLost,
+            ErrorCode::PermissionDenied,
+        ] {
+            assert_eq!(ErrorCode::parse(code.as_str()), Some(code));
+            assert_eq!(serde_json::to_value(code).unwrap(), Json::String(code.as_str().into()));
+        }
+        assert_eq!(ErrorCode::parse("made_up"), None);
+    }
+}

@@ -1,0 +1,498 @@
+//! Wire messages on `/v1/plugin` (PROTOCOL.md, Frames / Plugin → host / Host → plugin).
+//!
+//! Inbound frames are decoded once into an `rmpv::Value` and then taken apart by hand,
+//! moving payloads out rather than copying them: a `response` may carry tens of megabytes
+//! and is touched exactly once more, when it becomes JSON. Hand-parsing also lets us be
+//! tolerant in the ways a Luau encoder needs (ids sent as floats, unknown keys ignored)
+//! and strict where it matters (a `hello` missing a field is rejected with its name).
+//!
+//! Outbound messages are serde structs encoded with `rmp_serde::to_vec_named`, so they
+//! are msgpack maps with camelCase keys, never positional arrays.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use rmpv::Value as Msgpack;
+use serde::Serialize;
+
+use super::Context;
+
+/// How a plugin frames its messages; the host answers each plugin in the framing of
+/// its `hello`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// A binary WebSocket message holding the msgpack bytes.
+    Binary,
+    /// A text WebSocket message holding standard padded base64 of the msgpack bytes
+    /// (what Studio's `WebStreamClient:Send(string)` can produce).
+    Base64Text,
+}
+
+/// Why an inbound frame could not be understood.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    #[error("text frame is not valid base64: {0}")]
+    Base64(#[from] base64::DecodeError),
+    #[error("frame is not valid msgpack: {0}")]
+    Msgpack(#[from] rmpv::decode::Error),
+    #[error("frame is not a msgpack map with a string key `t`")]
+    NotAMessage,
+    #[error("`{field}` is missing or has the wrong type in a `{kind}` message")]
+    BadField { kind: &'static str, field: &'static str },
+    #[error("frame is {size} bytes; the limit is {limit} bytes")]
+    TooLarge { size: usize, limit: usize },
+}
+
+/// The first message of every plugin connection.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hello {
+    pub protocol: u64,
+    pub plugin_version: String,
+    pub session_id: String,
+    pub instance_id: String,
+    pub context: Context,
+    pub place_name: String,
+    pub place_id: i64,
+    pub game_id: i64,
+    pub state: String,
+    pub actions: Vec<String>,
+}
+
+/// The error half of a plugin `response`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PluginFailure {
+    pub code: String,
+    pub message: String,
+    pub details: Option<Msgpack>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum PluginMessage {
+    Hello(Hello),
+    Response {
+        id: u64,
+        outcome: Result<Msgpack, PluginFailure>,
+    },
+    Progress {
+        id: u64,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    },
+    Event {
+        event: String,
+        data: Msgpack,
+    },
+    Pong {
+        n: u64,
+    },
+    /// A message type this host does not know; ignored (logged at debug).
+    Unknown(String),
+}
+
+/// Decodes the payload of one WebSocket message, enforcing `limit` on the decoded size.
+pub fn decode_frame(payload: &[u8], framing: Framing, limit: usize) -> Result<Msgpack, FrameError> {
+    let decoded;
+    let bytes = match framing {
+        Framing::Binary => payload,
+        Framing::Base64Text => {
+            // base64 is 4/3 of its content: reject before allocating for the decoded copy.
+            let estimated = payload.len() / 4 * 3;
+            if estimated > limit + 3 {
+                return Err(FrameError::TooLarge { size: estimated, limit });
+            }
+            decoded = BASE64.decode(payload)?;
+            &decoded[..]
+        }
+    };
+    if bytes.len() > limit {
+        return Err(FrameError::TooLarge {
+            size: bytes.len(),
+            limit,
+        });
+    }
+    let mut reader = bytes;
+    Ok(rmpv::decode::read_value(&mut reader)?)
+}
+
+/// Encodes an outbound message in the given framing.
+pub fn encode_frame<T: Serialize>(message: &T, framing: Framing) -> Frame {
+    // Serializing our own plain structs to a Vec cannot fail.
+    let bytes = rmp_serde::to_vec_named(message).unwrap_or_default();
+    match framing {
+        Framing::Binary => Frame::Binary(bytes),
+        Framing::Base64Text => Frame::Text(BASE64.encode(bytes)),
+    }
+}
+
+/// An encoded outbound WebSocket message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Frame {
+    Binary(Vec<u8>),
+    Text(String),
+}
+
+impl PluginMessage {
+    /// Takes a decoded frame apart. Consumes the value so that large payloads move.
+    pub fn parse(value: Msgpack) -> Result<PluginMessage, FrameError> {
+        let Msgpack::Map(entries) = value else {
+            return Err(FrameError::NotAMessage);
+        };
+        let mut fields = Fields(entries);
+        let kind = match fields.take("t") {
+            Some(Msgpack::String(s)) => s.into_str().ok_or(FrameError::NotAMessage)?,
+            _ => return Err(FrameError::NotAMessage),
+        };
+        match kind.as_str() {
+            "hello" => parse_hello(&mut fields).map(PluginMessage::Hello),
+            "response" => {
+                let id = fields.uint("response", "id")?;
+                let ok = matches!(fields.take("ok"), Some(Msgpack::Boolean(true)));
+                let outcome = if ok {
+                    Ok(fields.take("result").unwrap_or(Msgpack::Nil))
+                } else {
+                    Err(parse_failure(fields.take("error")))
+                };
+                Ok(PluginMessage::Response { id, outcome })
+            }
+            "progress" => Ok(PluginMessage::Progress {
+                id: fields.uint("progress", "id")?,
+                progress: fields
+                    .take("progress")
+                    .as_ref()
+                    .and_then(as_f64)
+                    .ok_or(FrameError::BadField {
+                        kind: "progress",
+                        field: "progress",
+                    })?,
+                total: fields.take("total").as_ref().and_then(as_f64),
+                message: fields.take("message").and_then(into_string),
+            }),
+            "event" => Ok(PluginMessage::Event {
+                event: fields.take("event").and_then(into_string).ok_or(FrameError::BadField {
+                    kind: "event",
+                    field: "event",
+                })?,
+                data: fields.take("data").unwrap_or(Msgpack::Nil),
+            }),
+            "pong" => Ok(PluginMessage::Pong {
+                n: fields.uint("pong", "n")?,
+            }),
+            _ => Ok(PluginMessage::Unknown(kind)),
+        }
+    }
+}
+
+fn parse_hello(fields: &mut Fields) -> Result<Hello, FrameError> {
+    const K: &str = "hello";
+    let string = |fields: &mut Fields, field: &'static str| {
+        fields
+            .take(field)
+            .and_then(into_string)
+            .ok_or(FrameError::BadField { kind: K, field })
+    };
+    let protocol = fields.uint(K, "protocol")?;
+    let plugin_version = string(fields, "pluginVersion")?;
+    let session_id = string(fields, "sessionId")?;
+    let instance_id = string(fields, "instanceId")?;
+    let context = string(fields, "context")
+        .ok()
+        .and_then(|c| Context::parse(&c))
+        .ok_or(FrameError::BadField {
+            kind: K,
+            field: "context",
+        })?;
+    let place_name = fields.take("placeName").and_then(into_string).unwrap_or_default();
+    let place_id = fields.take("placeId").as_ref().and_then(as_i64).unwrap_or(0);
+    let game_id = fields.take("gameId").as_ref().and_then(as_i64).unwrap_or(0);
+    let state = string(fields, "state")?;
+    let actions = match fields.take("actions") {
+        Some(Msgpack::Array(items)) => items.into_iter().filter_map(into_string).collect(),
+        // An empty Luau table may arrive as an empty map.
+        Some(Msgpack::Map(items)) if items.is_empty() => Vec::new(),
+        _ => {
+            return Err(FrameError::BadField {
+                kind: K,
+                field: "actions",
+            });
+        }
+    };
+    if session_id.is_empty() {
+        return Err(FrameError::BadField {
+            kind: K,
+            field: "sessionId",
+        });
+    }
+    Ok(Hello {
+        protocol,
+        plugin_version,
+        session_id,
+        instance_id,
+        context,
+        place_name,
+        place_id,
+        game_id,
+        state,
+        actions,
+    })
+}
+
+fn parse_failure(error: Option<Msgpack>) -> PluginFailure {
+    let mut fields = match error {
+        Some(Msgpack::Map(entries)) => Fields(entries),
+        Some(other) => {
+            return PluginFailure {
+                code: "plugin_error".into(),
+                message: super::value::to_json(&other).to_string(),
+                details: None,
+            };
+        }
+        None => Fields(Vec::new()),
+    };
+    PluginFailure {
+        code: fields
+            .take("code")
+            .and_then(into_string)
+            .unwrap_or_else(|| "plugin_error".into()),
+        message: fields
+            .take("message")
+            .and_then(into_string)
+            .unwrap_or_else(|| "the plugin reported an error without a message".into()),
+        details: fields.take("details"),
+    }
+}
+
+/// The entries of a msgpack map, taken out by key.
+struct Fields(Vec<(Msgpack, Msgpack)>);
+
+impl Fields {
+    fn take(&mut self, key: &str) -> Option<Msgpack> {
+        let index = self.0.iter().position(|(k, _)| k.as_str() == Some(key))?;
+        Some(std::mem::replace(&mut self.0[index].1, Msgpack::Nil))
+    }
+
+    fn uint(&mut self, kind: &'static str, field: &'static str) -> Result<u64, FrameError> {
+        self.take(field)
+            .as_ref()
+            .and_then(as_u64)
+            .ok_or(FrameError::BadField { kind, field })
+    }
+}
+
+fn into_string(value: Msgpack) -> Option<String> {
+    match value {
+        Msgpack::String(s) => s.into_str(),
+        _ => None,
+    }
+}
+
+/// Luau numbers are doubles, so ids and counts may arrive as whole floats.
+fn as_u64(value: &Msgpack) -> Option<u64> {
+    match value {
+        Msgpack::Integer(i) => i.as_u64(),
+        Msgpack::F64(f) if f.fract() == 0.0 && *f >= 0.0 && *f < 1.8e19 => Some(*f as u64),
+        Msgpack::F32(f) if f.fract() == 0.0 && *f >= 0.0 => Some(*f as u64),
+        _ => None,
+    }
+}
+
+fn as_i64(value: &Msgpack) -> Option<i64> {
+    match value {
+        Msgpack::Integer(i) => i.as_i64(),
+        Msgpack::F64(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => Some(*f as i64),
+        _ => None,
+    }
+}
+
+fn as_f64(value: &Msgpack) -> Option<f64> {
+    match value {
+        Msgpack::Integer(i) => i.as_f64(),
+        Msgpack::F64(f) => Some(*f),
+        Msgpack::F32(f) => Some(f64::from(*f)),
+        _ => None,
+    }
+}
+
+/// Host → plugin messages.
+#[derive(Debug, Serialize)]
+#[serde(tag = "t", rename_all = "camelCase", rename_all_fields = "camelCase")]
+pub enum HostMessage<'a> {
+    Welcome {
+        protocol: u64,
+        server_version: &'a str,
+        session_id: &'a str,
+    },
+    Reject {
+        code: &'a str,
+        message: &'a str,
+    },
+    Request {
+        id: u64,
+        action: &'a str,
+        args: &'a Msgpack,
+        timeout_ms: u64,
+    },
+    Cancel {
+        id: u64,
+    },
+    Ping {
+        n: u64,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(entries: Vec<(&str, Msgpack)>) -> Msgpack {
+        Msgpack::Map(entries.into_iter().map(|(k, v)| (Msgpack::from(k), v)).collect())
+    }
+
+    fn bytes_of(value: &Msgpack) -> Vec<u8> {
+        let mut out = Vec::new();
+        rmpv::encode::write_value(&mut out, value).unwrap();
+        out
+    }
+
+    fn hello() -> Msgpack {
+        map(vec![
+            ("t", "hello".into()),
+            ("protocol", 1.into()),
+            ("pluginVersion", "0.1.0".into()),
+            ("sessionId", "s1".into()),
+            ("instanceId", "i1".into()),
+            ("context", "edit".into()),
+            ("placeName", "Place1".into()),
+            ("placeId", Msgpack::F64(123.0)),
+            ("gameId", 0.into()),
+            ("state", "Edit".into()),
+            ("actions", Msgpack::Array(vec!["exec".into()])),
+            ("somethingNew", true.into()),
+        ])
+    }
+
+    #[test]
+    fn hello_parses_in_both_framings() {
+        let bytes = bytes_of(&hello());
+        for (payload, framing) in [
+            (bytes.clone(), Framing::Binary),
+            (BASE64.encode(&bytes).into_bytes(), Framing::Base64Text),
+        ] {
+            let value = decode_frame(&payload, framing, 1 << 20).unwrap();
+            let PluginMessage::Hello(h) = PluginMessage::parse(value).unwrap() else {
+                panic!("not a hello");
+            };
+            assert_eq!(h.session_id, "s1");
+            assert_eq!(h.context, Context::Edit);
+            assert_eq!(h.place_id, 123);
+            assert_eq!(h.actions, vec!["exec".to_string()]);
+        }
+    }
+
+    #[test]
+    fn hello_missing_a_field_names_it() {
+        let Msgpack::Map(mut entries) = hello() else {
+            unreachable!()
+        };
+        entries.retain(|(k, _)| k.as_str() != Some("sessionId"));
+        let err = PluginMessage::parse(Msgpack::Map(entries)).unwrap_err();
+        assert!(err.to_string().contains("sessionId"), "{err}");
+    }
+
+    #[test]
+    fn responses_parse_ok_and_error() {
+        let ok = map(vec![
+            ("t", "response".into()),
+            ("id", Msgpack::F64(7.0)),
+            ("ok", true.into()),
+            ("result", 5.into()),
+        ]);
+        assert_eq!(
+            PluginMessage::parse(ok).unwrap(),
+            PluginMessage::Response {
+                id: 7,
+                outcome: Ok(5.into())
+            }
+        );
+        let err = map(vec![
+            ("t", "response".into()),
+            ("id", 8.into()),
+            ("ok", false.into()),
+            (
+                "error",
+                map(vec![("code", "not_found".into()), ("message", "no such path".into())]),
+            ),
+        ]);
+        let PluginMessage::Response {
+            id: 8,
+            outcome: Err(failure),
+        } = PluginMessage::parse(err).unwrap()
+        else {
+            panic!("not an error response");
+        };
+        assert_eq!(failure.code, "not_found");
+        assert_eq!(failure.message, "no such path");
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_panic() {
+        assert!(
+            decode_frame(&[0x81, 0xa1], Framing::Binary, 1024).is_err(),
+            "truncated map"
+        );
+        assert!(decode_frame(b"!!notbase64", Framing::Base64Text, 1024).is_err());
+        assert!(PluginMessage::parse(Msgpack::from(3)).is_err());
+        assert!(PluginMessage::parse(map(vec![("x", 1.into())])).is_err());
+        let unknown = map(vec![("t", "teleport".into())]);
+        assert_eq!(
+            PluginMessage::parse(unknown).unwrap(),
+            PluginMessage::Unknown("teleport".into())
+        );
+    }
+
+    #[test]
+    fn oversized_frames_are_refused_before_decoding() {
+        let payload = vec![0u8; 2048];
+        assert!(matches!(
+            decode_frame(&payload, Framing::Binary, 1024),
+            Err(FrameError::TooLarge { .. })
+        ));
+        let text = BASE64.encode(&payload).into_bytes();
+        assert!(matches!(
+            decode_frame(&text, Framing::Base64Text, 1024),
+            Err(FrameError::TooLarge { .. })
+        ));
+    }
+
+    #[test]
+    fn outbound_messages_are_named_maps() {
+        let args = map(vec![("script", "return 1".into())]);
+        let Frame::Binary(bytes) = encode_frame(
+            &HostMessage::Request {
+                id: 3,
+                action: "exec",
+                args: &args,
+                timeout_ms: 1000,
+            },
+            Framing::Binary,
+        ) else {
+            panic!("asked for binary");
+        };
+        let value = rmpv::decode::read_value(&mut &bytes[..]).unwrap();
+        assert_eq!(
+            value,
+            map(vec![
+                ("t", "request".into()),
+                ("id", 3.into()),
+                ("action", "exec".into()),
+                ("args", args.clone()),
+                ("timeoutMs", 1000.into()),
+            ])
+        );
+        let Frame::Text(text) = encode_frame(&HostMessage::Ping { n: 2 }, Framing::Base64Text) else {
+            panic!("asked for text");
+        };
+        let bytes = BASE64.decode(text).unwrap();
+        let value = rmpv::decode::read_value(&mut &bytes[..]).unwrap();
+        assert_eq!(value, map(vec![("t", "ping".into()), ("n", 2.into())]));
+    }
+}
