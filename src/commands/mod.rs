@@ -103,7 +103,10 @@ impl Invocation {
         timeout: Duration,
         plugin_timeout: Option<Duration>,
     ) -> Result<Msgpack, ToolError> {
-        let args = rmpv::ext::to_value(args)
+        // Through JSON, not `rmpv::ext::to_value`, which writes structs as arrays; this
+        // also applies the `{"type": "binary" | "number"}` conventions to arguments.
+        let args = serde_json::to_value(args)
+            .map(|json| value::from_json(&json))
             .map_err(|e| ToolError::invalid_args(format!("arguments could not be encoded: {e}")))?;
         let call = Call {
             target: self.target.clone(),

@@ -1,0 +1,628 @@
+//! End to end over stdio (TESTING.md layer 3): the built binary as an MCP server, rmcp's
+//! client on the other end, and fake Studio plugins on the bridge port.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use rmcp::model::{CallToolRequestParams, ClientRequest, Request};
+use rmcp::service::PeerRequestOptions;
+use rmpv::Value;
+use serde_json::json;
+use support::fake_plugin::{FakePlugin, Framing, Identity, Reply, handler, studio_like, value_map};
+use support::free_port;
+use support::mcp_client::Mcp;
+
+const TOOLS: [&str; 7] = [
+    "studio_sessions",
+    "studio_target",
+    "studio_state",
+    "studio_logs",
+    "studio_query",
+    "studio_exec",
+    "studio_screenshot",
+];
+
+#[tokio::test]
+async fn tools_are_listed_in_a_stable_order_with_schemas_and_annotations() {
+    let mcp = Mcp::spawn(free_port(), &[]).await;
+    let info = mcp.client.peer_info().expect("server info");
+    assert!(info.instructions.as_deref().unwrap_or("").contains("studio_sessions"));
+    let first = mcp.client.list_all_tools().await.unwrap();
+    let second = mcp.client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = first.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, TOOLS);
+    assert_eq!(first, second, "tools/list must be stable");
+    for tool in &first {
+        assert_eq!(tool.input_schema.get("type"), Some(&json!("object")), "{}", tool.name);
+        let output = tool.output_schema.as_ref().expect("outputSchema");
+        assert_eq!(output.get("type"), Some(&json!("object")), "{}", tool.name);
+        assert!(tool.description.as_deref().is_some_and(|d| d.len() > 20));
+        let annotations = tool.annotations.as_ref().expect("annotations");
+        let read_only = annotations.read_only_hint == Some(true);
+        assert_eq!(read_only, tool.name != "studio_exec", "{}", tool.name);
+    }
+    let exec = first.iter().find(|t| t.name == "studio_exec").unwrap();
+    let properties = exec.input_schema["properties"].as_object().unwrap();
+    for field in ["script", "timeoutMs", "sessionId", "context"] {
+        assert!(properties.contains_key(field), "exec schema lacks {field}");
+    }
+    assert_eq!(exec.input_schema["required"], json!(["script"]));
+}
+
+#[tokio::test]
+async fn sessions_lists_every_datamodel_of_a_play_instance() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let _edit = FakePlugin::connect(port, Identity::play("A", "edit"), studio_like()).await;
+    let _server = FakePlugin::connect(port, Identity::play("A", "server"), studio_like()).await;
+    let _client = FakePlugin::connect(port, Identity::play("A", "client"), studio_like()).await;
+    let result = mcp.ok("studio_sessions", json!({})).await;
+    let sessions = result["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 3);
+    let contexts: Vec<&str> = sessions.iter().map(|s| s["context"].as_str().unwrap()).collect();
+    assert_eq!(contexts, ["edit", "server", "client"]);
+    for session in sessions {
+        assert_eq!(session["instanceId"], "A");
+        assert_eq!(session["status"], "connected");
+        assert_eq!(session["placeId"], 1818, "a whole float from Luau is an integer");
+        assert_eq!(session["pluginVersion"], "fake-0.0.1");
+    }
+}
+
+#[tokio::test]
+async fn state_is_answered_by_the_plugin() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let plugin = FakePlugin::connect(port, Identity::edit("A"), studio_like()).await;
+    let state = mcp.ok("studio_state", json!({})).await;
+    assert_eq!(
+        state,
+        json!({"state": "Edit", "placeName": "Place A", "placeId": 1818, "gameId": 0})
+    );
+    let seen = &plugin.log().requests[0];
+    assert_eq!(seen.action, "state");
+    assert_eq!(seen.args, Value::Map(vec![]), "args is a map, even when empty");
+    assert!(seen.timeout_ms > 0 && seen.timeout_ms <= 5000, "{}", seen.timeout_ms);
+}
+
+#[tokio::test]
+async fn logs_fills_defaults_and_passes_entries_through() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let plugin = FakePlugin::connect(
+        port,
+        Identity::edit("A"),
+        handler(|_, _| {
+            let entry = value_map(vec![
+                ("seq", 7.into()),
+                ("level", "Warning".into()),
+                ("body", "careful".into()),
+                ("timestamp", Value::F64(1_763_700_000_000.0)),
+            ]);
+            Reply::Ok(value_map(vec![
+                ("entries", Value::Array(vec![entry])),
+                ("total", 7.into()),
+                ("bufferCapacity", 10000.into()),
+                ("nextSince", 7.into()),
+            ]))
+        }),
+    )
+    .await;
+    let logs = mcp.ok("studio_logs", json!({"levels": ["Warning"]})).await;
+    assert_eq!(logs["entries"][0]["body"], "careful");
+    assert_eq!(logs["entries"][0]["timestamp"], 1_763_700_000_000i64);
+    assert_eq!(logs["nextSince"], 7);
+    let args = &plugin.log().requests[0].args;
+    assert_eq!(args["count"].as_u64(), Some(50));
+    assert_eq!(args["direction"].as_str(), Some("tail"));
+    assert_eq!(args["includeInternal"].as_bool(), Some(false));
+    assert_eq!(args["levels"][0].as_str(), Some("Warning"));
+}
+
+#[tokio::test]
+async fn query_passes_typed_values_and_path() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let plugin = FakePlugin::connect(
+        port,
+        Identity::edit("A"),
+        handler(|_, args| {
+            let position = value_map(vec![
+                ("type", "Vector3".into()),
+                (
+                    "value",
+                    Value::Array(vec![Value::F64(1.0), Value::F64(2.5), Value::F64(f64::INFINITY)]),
+                ),
+            ]);
+            Reply::Ok(value_map(vec![(
+                "instance",
+                value_map(vec![
+                    ("name", "Part".into()),
+                    ("className", "Part".into()),
+                    ("path", args["path"].clone()),
+                    ("properties", value_map(vec![("Position", position)])),
+                    ("attributes", Value::Map(vec![])),
+                    ("tags", Value::Array(vec![])),
+                    ("childCount", 0.into()),
+                ]),
+            )]))
+        }),
+    )
+    .await;
+    let result = mcp
+        .ok(
+            "studio_query",
+            json!({"path": "Workspace.Part", "properties": ["Position"], "children": true}),
+        )
+        .await;
+    assert_eq!(result["instance"]["path"], "Workspace.Part");
+    assert_eq!(
+        result["instance"]["properties"]["Position"],
+        json!({"type": "Vector3", "value": [1, 2.5, {"type": "number", "value": "inf"}]})
+    );
+    let args = &plugin.log().requests[0].args;
+    assert_eq!(args["children"].as_bool(), Some(true));
+    assert_eq!(args["depth"].as_u64(), Some(0));
+}
+
+#[tokio::test]
+async fn exec_returns_values_in_place_and_script_errors_are_results() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let plugin = FakePlugin::connect(
+        port,
+        Identity::edit("A"),
+        handler(|_, args| {
+            if args["script"].as_str() == Some("error('boom')") {
+                return Reply::Ok(value_map(vec![
+                    ("success", false.into()),
+                    ("returns", Value::Array(vec![])),
+                    ("error", "exec:1: boom".into()),
+                    ("logs", Value::Array(vec![])),
+                ]));
+            }
+            studio_like()("exec", args)
+        }),
+    )
+    .await;
+    let ok = mcp
+        .ok("studio_exec", json!({"script": "print('hello') return 2, nil, 'ok'"}))
+        .await;
+    assert_eq!(ok["success"], true);
+    assert_eq!(ok["returns"], json!([2, null, "ok"]));
+    assert_eq!(ok["logs"], json!([{"level": "Print", "body": "hello"}]));
+    let failed = mcp.ok("studio_exec", json!({"script": "error('boom')"})).await;
+    assert_eq!(failed["success"], false);
+    assert_eq!(failed["error"], "exec:1: boom");
+    let seen = &plugin.log().requests[0];
+    assert_eq!(seen.args["timeoutMs"].as_u64(), Some(120_000));
+    assert_eq!(
+        seen.timeout_ms, 120_000,
+        "the plugin gets timeoutMs, the host waits 5 s longer"
+    );
+}
+
+#[tokio::test]
+async fn screenshot_becomes_a_png_image_block_scaled_to_max_width() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let _plugin = FakePlugin::connect(
+        port,
+        Identity::edit("A"),
+        handler(|_, _| {
+            let (w, h) = (64u32, 32u32);
+            let mut rgba = Vec::with_capacity((w * h * 4) as usize);
+            for y in 0..h {
+                for x in 0..w {
+                    rgba.extend_from_slice(&[(x * 4) as u8, (y * 8) as u8, 200, 255]);
+                }
+            }
+            Reply::Ok(value_map(vec![
+                ("width", w.into()),
+                ("height", h.into()),
+                ("rgba", Value::Binary(rgba)),
+            ]))
+        }),
+    )
+    .await;
+    let result = mcp.call("studio_screenshot", json!({"maxWidth": 32})).await;
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(result.structured_content, Some(json!({"width": 32, "height": 16})));
+    let image = result
+        .content
+        .iter()
+        .find_map(|c| c.as_image())
+        .expect("an image block");
+    assert_eq!(image.mime_type, "image/png");
+    use base64::Engine as _;
+    let png = base64::engine::general_purpose::STANDARD.decode(&image.data).unwrap();
+    let decoder = png::Decoder::new(std::io::Cursor::new(png));
+    let reader = decoder.read_info().unwrap();
+    assert_eq!((reader.info().width, reader.info().height), (32, 16));
+}
+
+#[tokio::test]
+async fn exec_defaults_to_the_server_during_play_and_context_picks_another() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let edit = FakePlugin::connect(port, Identity::play("A", "edit"), studio_like()).await;
+    let server = FakePlugin::connect(port, Identity::play("A", "server"), studio_like()).await;
+    let client = FakePlugin::connect(port, Identity::play("A", "client"), studio_like()).await;
+    mcp.ok("studio_exec", json!({"script": "return 1"})).await;
+    mcp.ok("studio_exec", json!({"script": "return 1", "context": "client"}))
+        .await;
+    mcp.ok("studio_state", json!({})).await;
+    assert_eq!(server.log().requests.len(), 1, "exec defaults to server in Play");
+    assert_eq!(client.log().requests.len(), 1, "context: client");
+    assert_eq!(edit.log().requests.len(), 1, "state defaults to edit");
+    assert_eq!(edit.log().requests[0].action, "state");
+}
+
+#[tokio::test]
+async fn resolution_errors_name_the_fix_and_list_the_sessions() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let a = FakePlugin::connect(port, Identity::edit("A"), studio_like()).await;
+
+    let error = mcp.err("studio_state", json!({"context": "server"})).await;
+    assert_eq!(error["code"], "context_unavailable");
+    assert!(error["message"].as_str().unwrap().contains("Edit mode"));
+
+    let error = mcp.err("studio_state", json!({"sessionId": "nope"})).await;
+    assert_eq!(error["code"], "session_not_found");
+    assert_eq!(error["details"]["sessions"][0]["sessionId"], a.session_id());
+
+    let _b = FakePlugin::connect(port, Identity::edit("B"), studio_like()).await;
+    let error = mcp.err("studio_state", json!({})).await;
+    assert_eq!(error["code"], "ambiguous_instance");
+    assert_eq!(error["details"]["sessions"].as_array().unwrap().len(), 2);
+    assert!(error["message"].as_str().unwrap().contains("studio_target"));
+
+    // A default target settles it for this connection.
+    mcp.ok("studio_target", json!({"set": {"instanceId": "A"}})).await;
+    mcp.ok("studio_state", json!({})).await;
+    assert_eq!(a.log().requests.len(), 1);
+}
+
+#[tokio::test]
+async fn plugin_errors_keep_their_code_and_unknown_codes_become_plugin_error() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let _plugin = FakePlugin::connect(
+        port,
+        Identity::edit("A"),
+        handler(|action, _| match action {
+            "query" => Reply::Err("not_found", "No instance at game.Workspace.Nope".into()),
+            "state" => Reply::Err("exploded", "something odd".into()),
+            _ => Reply::Err("unknown_action", "The plugin has no action logs; update it.".into()),
+        }),
+    )
+    .await;
+    let error = mcp.err("studio_query", json!({"path": "Workspace.Nope"})).await;
+    assert_eq!(error["code"], "not_found");
+    assert_eq!(error["message"], "No instance at game.Workspace.Nope");
+    let error = mcp.err("studio_state", json!({})).await;
+    assert_eq!(error["code"], "plugin_error");
+    assert_eq!(error["details"]["pluginCode"], "exploded");
+    let error = mcp.err("studio_logs", json!({})).await;
+    assert_eq!(error["code"], "unknown_action");
+}
+
+#[tokio::test]
+async fn invalid_arguments_name_the_field_and_unknown_tools_are_protocol_errors() {
+    let mcp = Mcp::spawn(free_port(), &[]).await;
+    let error = mcp.err("studio_exec", json!({"script": 42})).await;
+    assert_eq!(error["code"], "invalid_args");
+    assert!(error["message"].as_str().unwrap().contains("`script`"), "{error}");
+    let error = mcp.err("studio_exec", json!({})).await;
+    assert!(error["message"].as_str().unwrap().contains("script"), "{error}");
+    let error = mcp.err("studio_logs", json!({"count": 0})).await;
+    assert!(error["message"].as_str().unwrap().contains("count"), "{error}");
+    let error = mcp.err("studio_screenshot", json!({"maxWidht": 100})).await;
+    assert!(error["message"].as_str().unwrap().contains("maxWidht"), "{error}");
+
+    let failure = mcp
+        .client
+        .call_tool(CallToolRequestParams::new("studio_teleport"))
+        .await
+        .unwrap_err();
+    let text = format!("{failure:?}");
+    assert!(
+        text.contains("-32602") || text.contains("InvalidParams") || text.contains("INVALID_PARAMS"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn a_call_with_no_plugin_fails_with_no_sessions_within_its_deadline() {
+    let mcp = Mcp::spawn(free_port(), &[]).await;
+    let started = Instant::now();
+    let error = mcp.err("studio_state", json!({})).await;
+    assert_eq!(error["code"], "no_sessions");
+    assert!(error["message"].as_str().unwrap().contains("plugin"));
+    // The startup grace is 3 s; the state deadline is 5 s.
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+}
+
+#[tokio::test]
+async fn a_plugin_that_connects_during_the_startup_grace_is_waited_for() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let call = mcp.call("studio_state", json!({}));
+    let connect = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        FakePlugin::connect(port, Identity::edit("A"), studio_like()).await
+    };
+    let (result, _plugin) = tokio::join!(call, connect);
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+}
+
+#[tokio::test]
+async fn a_plugin_vanishing_mid_call_fails_the_call_within_a_second() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let plugin = FakePlugin::connect(port, Identity::edit("A"), handler(|_, _| Reply::Drop(None))).await;
+    let started = Instant::now();
+    let error = mcp.err("studio_exec", json!({"script": "while true do end"})).await;
+    assert_eq!(error["code"], "session_lost");
+    assert!(started.elapsed() < Duration::from_secs(1), "{:?}", started.elapsed());
+    assert!(error["message"].as_str().unwrap().contains("not re-sent"));
+    let sessions = mcp.ok("studio_sessions", json!({})).await;
+    assert_eq!(sessions["sessions"][0]["status"], "reconnecting");
+    assert_eq!(plugin.log().requests.len(), 1, "never re-sent");
+}
+
+#[tokio::test]
+async fn a_reconnect_inside_the_grace_period_completes_the_next_call() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let plugin = FakePlugin::connect(
+        port,
+        Identity::edit("A"),
+        handler(|action, args| match action {
+            "exec" if args["script"].as_str() == Some("drop") => Reply::Drop(Some(Duration::from_millis(400))),
+            _ => studio_like()(action, args),
+        }),
+    )
+    .await;
+    let error = mcp.err("studio_exec", json!({"script": "drop"})).await;
+    assert_eq!(error["code"], "session_lost");
+    // Sent while the plugin is away: waits for its new hello, then runs once.
+    let state = mcp.ok("studio_state", json!({})).await;
+    assert_eq!(state["state"], "Edit");
+    let log = plugin.log();
+    assert_eq!(log.welcomes, 2);
+    assert_eq!(
+        log.requests.iter().filter(|r| r.action == "exec").count(),
+        1,
+        "the dropped call was not re-sent"
+    );
+    let ids: std::collections::HashSet<u64> = log.requests.iter().map(|r| r.id).collect();
+    assert_eq!(ids.len(), log.requests.len(), "request ids are never reused");
+}
+
+#[tokio::test]
+async fn a_plugin_that_never_answers_times_out_and_is_told_to_cancel() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let plugin = FakePlugin::connect(port, Identity::edit("A"), handler(|_, _| Reply::Never)).await;
+    let started = Instant::now();
+    let error = mcp
+        .err("studio_exec", json!({"script": "while true do end", "timeoutMs": 100}))
+        .await;
+    assert_eq!(error["code"], "timeout");
+    // timeoutMs + the host's 5 s grace, and not much more.
+    assert!(started.elapsed() < Duration::from_secs(7), "{:?}", started.elapsed());
+    let id = plugin.log().requests[0].id;
+    plugin
+        .wait("cancel after timeout", Duration::from_secs(2), |log| {
+            log.cancels.contains(&id)
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn cancellation_reaches_the_plugin() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let plugin = FakePlugin::connect(port, Identity::edit("A"), handler(|_, _| Reply::Never)).await;
+    let Ok(serde_json::Value::Object(arguments)) = serde_json::to_value(json!({"script": "task.wait(60)"})) else {
+        unreachable!()
+    };
+    let request = ClientRequest::CallToolRequest(Request::new(
+        CallToolRequestParams::new("studio_exec").with_arguments(arguments),
+    ));
+    let handle = mcp
+        .client
+        .send_cancellable_request(request, PeerRequestOptions::no_options())
+        .await
+        .unwrap();
+    let log = plugin
+        .wait("the request", Duration::from_secs(5), |log| !log.requests.is_empty())
+        .await;
+    let id = log.requests[0].id;
+    handle.cancel(Some("user pressed stop".into())).await.unwrap();
+    plugin
+        .wait("cancel", Duration::from_secs(2), |log| log.cancels.contains(&id))
+        .await;
+    // The bridge is still healthy afterwards.
+    let sessions = mcp.ok("studio_sessions", json!({})).await;
+    assert_eq!(sessions["sessions"][0]["status"], "connected");
+}
+
+#[tokio::test]
+async fn progress_from_the_plugin_reaches_the_client() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let _plugin = FakePlugin::connect(
+        port,
+        Identity::edit("A"),
+        handler(|action, args| Reply::Progress(vec![1.0, 2.0, 3.0], Box::new(studio_like()(action, args)))),
+    )
+    .await;
+    let Ok(serde_json::Value::Object(arguments)) = serde_json::to_value(json!({"script": "return 1"})) else {
+        unreachable!()
+    };
+    let mut params = CallToolRequestParams::new("studio_exec").with_arguments(arguments);
+    let token = rmcp::model::ProgressToken(rmcp::model::NumberOrString::String("p1".into()));
+    let mut meta = rmcp::model::RequestMetaObject::default();
+    meta.set_progress_token(token);
+    params.meta = Some(meta);
+    let result = mcp.client.call_tool(params).await.unwrap();
+    assert_ne!(result.is_error, Some(true));
+    support::wait_for("progress notifications", Duration::from_secs(2), || {
+        mcp.recorder.progress.lock().unwrap().len() >= 3
+    })
+    .await;
+    let progress = mcp.recorder.progress.lock().unwrap();
+    let steps: Vec<f64> = progress.iter().map(|p| p.progress).collect();
+    assert_eq!(steps, [1.0, 2.0, 3.0]);
+    assert_eq!(progress[0].total, Some(3.0));
+}
+
+#[tokio::test]
+async fn garbage_frames_are_rejected_without_dropping_the_session() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let _plugin = FakePlugin::connect(
+        port,
+        Identity::edit("A"),
+        handler(|action, args| Reply::GarbageFirst(Box::new(studio_like()(action, args)))),
+    )
+    .await;
+    let state = mcp.ok("studio_state", json!({})).await;
+    assert_eq!(state["state"], "Edit");
+}
+
+/// A message over the decoded limit (but within the WebSocket frame limit, which allows
+/// for base64) is refused by the host's own check: the call fails with
+/// `message_too_large` and the plugin is told why with close code 1009.
+#[tokio::test]
+async fn an_oversized_message_fails_the_call_with_message_too_large() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &["--max-message-mib", "1"]).await;
+    let plugin = FakePlugin::connect(
+        port,
+        Identity {
+            framing: Framing::Binary,
+            ..Identity::edit("A")
+        },
+        handler(|_, _| Reply::Ok(Value::Binary(vec![7u8; 1200 * 1024]))),
+    )
+    .await;
+    let error = mcp.err("studio_state", json!({})).await;
+    assert_eq!(error["code"], "message_too_large");
+    assert!(error["message"].as_str().unwrap().contains("--max-message-mib"));
+    plugin
+        .wait("close 1009", Duration::from_secs(2), |log| {
+            log.closes.contains(&Some(1009))
+        })
+        .await;
+}
+
+/// A frame beyond even the WebSocket limit is cut off by the socket layer: the call
+/// still fails with `message_too_large`, not a generic loss.
+#[tokio::test]
+async fn a_frame_over_the_socket_limit_also_fails_with_message_too_large() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &["--max-message-mib", "1"]).await;
+    let _plugin = FakePlugin::connect(
+        port,
+        Identity {
+            framing: Framing::Binary,
+            ..Identity::edit("A")
+        },
+        handler(|_, _| Reply::Ok(Value::Binary(vec![7u8; 3 * 1024 * 1024]))),
+    )
+    .await;
+    let error = mcp.err("studio_state", json!({})).await;
+    assert_eq!(error["code"], "message_too_large");
+}
+
+#[tokio::test]
+async fn large_results_are_bounded_and_marked_truncated() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &["--max-result-kib", "16"]).await;
+    let _plugin = FakePlugin::connect(
+        port,
+        Identity::edit("A"),
+        handler(|_, _| {
+            let entries: Vec<Value> = (0..2000)
+                .map(|i| {
+                    value_map(vec![
+                        ("seq", i.into()),
+                        ("level", "Print".into()),
+                        ("body", "x".repeat(40).into()),
+                        ("timestamp", 0.into()),
+                    ])
+                })
+                .collect();
+            Reply::Ok(value_map(vec![
+                ("entries", Value::Array(entries)),
+                ("total", 2000.into()),
+                ("bufferCapacity", 10000.into()),
+                ("nextSince", 2000.into()),
+            ]))
+        }),
+    )
+    .await;
+    let logs = mcp.ok("studio_logs", json!({"count": 2000})).await;
+    assert_eq!(logs["truncated"], true);
+    assert!(logs["truncatedHint"].as_str().unwrap().contains("since"));
+    let kept = logs["entries"].as_array().unwrap().len();
+    assert!(kept > 10 && kept < 2000, "{kept}");
+    assert!(logs.to_string().len() <= 16 * 1024);
+}
+
+#[tokio::test]
+async fn a_second_hello_with_the_same_session_id_replaces_the_first() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let old = FakePlugin::connect(port, Identity::edit("A"), handler(|_, _| Reply::Never)).await;
+    let new = FakePlugin::connect(port, Identity::edit("A"), studio_like()).await;
+    old.wait("close 4001", Duration::from_secs(2), |log| {
+        log.closes.contains(&Some(4001))
+    })
+    .await;
+    drop(old);
+    let state = mcp.ok("studio_state", json!({})).await;
+    assert_eq!(state["state"], "Edit");
+    assert_eq!(new.log().requests.len(), 1);
+}
+
+#[tokio::test]
+async fn a_plugin_with_another_protocol_version_is_rejected_with_the_fix() {
+    let port = free_port();
+    let _mcp = Mcp::spawn(port, &[]).await;
+    let plugin = FakePlugin::start(
+        port,
+        Identity {
+            protocol: 99,
+            ..Identity::edit("A")
+        },
+        studio_like(),
+    );
+    let log = plugin
+        .wait("reject", Duration::from_secs(10), |log| !log.rejects.is_empty())
+        .await;
+    assert_eq!(log.rejects[0].0, "protocol_mismatch");
+    assert!(
+        log.rejects[0].1.contains("studio-bridge install-plugin"),
+        "{}",
+        log.rejects[0].1
+    );
+    assert_eq!(log.welcomes, 0);
+}
+
+#[tokio::test]
+async fn the_mcp_process_exits_when_its_client_goes_away() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    mcp.client.cancel().await.unwrap();
+    // The port is free again once the process is gone.
+    support::wait_for("the port to be released", Duration::from_secs(5), || {
+        std::net::TcpListener::bind(("127.0.0.1", port)).is_ok()
+    })
+    .await;
+}

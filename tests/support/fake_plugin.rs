@@ -1,0 +1,430 @@
+//! A fake Studio plugin: a WebSocket client that speaks PROTOCOL.md (hello, welcome,
+//! request/response, progress, event, ping/pong, cancel) and answers each request as
+//! the test says: at once, slowly, never, with an error, with a huge result, with
+//! garbage, or by dropping the connection mid-call and coming back.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use futures_util::{SinkExt, StreamExt};
+use rmpv::Value;
+use tokio::sync::{Notify, mpsc};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    Binary,
+    Base64Text,
+}
+
+/// Who the fake plugin says it is in its `hello`.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    pub session_id: String,
+    pub instance_id: String,
+    pub context: &'static str,
+    pub state: &'static str,
+    pub place_name: String,
+    pub framing: Framing,
+    pub protocol: u64,
+}
+
+impl Identity {
+    pub fn edit(instance_id: &str) -> Identity {
+        Identity {
+            session_id: format!("{instance_id}-edit"),
+            instance_id: instance_id.to_owned(),
+            context: "edit",
+            state: "Edit",
+            place_name: format!("Place {instance_id}"),
+            framing: Framing::Base64Text,
+            protocol: 1,
+        }
+    }
+
+    /// One DataModel of a Play instance: `context` is `edit`, `server` or `client`.
+    pub fn play(instance_id: &str, context: &'static str) -> Identity {
+        let state = match context {
+            "server" => "Server",
+            "client" => "Client",
+            _ => "Edit",
+        };
+        Identity {
+            session_id: format!("{instance_id}-{context}"),
+            context,
+            state,
+            framing: if context == "edit" {
+                Framing::Base64Text
+            } else {
+                Framing::Binary
+            },
+            ..Identity::edit(instance_id)
+        }
+    }
+}
+
+/// How to answer one request.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    Ok(Value),
+    Err(&'static str, String),
+    /// Wait, then answer.
+    After(Duration, Box<Reply>),
+    /// Send these progress reports, then answer.
+    Progress(Vec<f64>, Box<Reply>),
+    /// Never answer.
+    Never,
+    /// Drop the connection without answering; come back after the delay (or never).
+    Drop(Option<Duration>),
+    /// Send a malformed frame first, then answer.
+    GarbageFirst(Box<Reply>),
+}
+
+pub type Handler = Arc<dyn Fn(&str, &Value) -> Reply + Send + Sync>;
+
+/// A request the fake plugin received.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub id: u64,
+    pub action: String,
+    pub args: Value,
+    pub timeout_ms: u64,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct Log {
+    pub requests: Vec<Seen>,
+    pub cancels: Vec<u64>,
+    pub welcomes: usize,
+    pub rejects: Vec<(String, String)>,
+    pub pings: usize,
+    pub closes: Vec<Option<u16>>,
+}
+
+struct Shared {
+    identity: Identity,
+    handler: Handler,
+    port: u16,
+    log: Mutex<Log>,
+    changed: Notify,
+    stop: CancellationToken,
+}
+
+pub struct FakePlugin {
+    shared: Arc<Shared>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl FakePlugin {
+    /// Connects (retrying while the host starts) and returns once `welcome` arrived.
+    pub async fn connect(port: u16, identity: Identity, handler: Handler) -> FakePlugin {
+        let plugin = FakePlugin::start(port, identity, handler);
+        plugin
+            .wait("welcome", Duration::from_secs(15), |log| log.welcomes >= 1)
+            .await;
+        plugin
+    }
+
+    /// Starts connecting in the background without waiting for `welcome`.
+    pub fn start(port: u16, identity: Identity, handler: Handler) -> FakePlugin {
+        let shared = Arc::new(Shared {
+            identity,
+            handler,
+            port,
+            log: Mutex::new(Log::default()),
+            changed: Notify::new(),
+            stop: CancellationToken::new(),
+        });
+        let task = tokio::spawn(run(Arc::clone(&shared)));
+        FakePlugin { shared, task }
+    }
+
+    pub fn log(&self) -> Log {
+        self.shared.log.lock().unwrap().clone()
+    }
+
+    pub fn session_id(&self) -> &str {
+        &self.shared.identity.session_id
+    }
+
+    /// Waits until `condition` holds on the log.
+    pub async fn wait(&self, what: &str, timeout: Duration, condition: impl Fn(&Log) -> bool) -> Log {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let notified = self.shared.changed.notified();
+            {
+                let log = self.shared.log.lock().unwrap();
+                if condition(&log) {
+                    return log.clone();
+                }
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                panic!(
+                    "fake plugin {}: timed out waiting for {what}; log: {:?}",
+                    self.session_id(),
+                    self.log()
+                );
+            }
+        }
+    }
+
+    /// Stops for good, closing the connection.
+    pub async fn stop(mut self) {
+        self.shared.stop.cancel();
+        let _ = (&mut self.task).await;
+    }
+}
+
+impl Drop for FakePlugin {
+    fn drop(&mut self) {
+        self.shared.stop.cancel();
+    }
+}
+
+fn note(shared: &Shared, change: impl FnOnce(&mut Log)) {
+    change(&mut shared.log.lock().unwrap());
+    shared.changed.notify_waiters();
+}
+
+fn map(entries: Vec<(&str, Value)>) -> Value {
+    Value::Map(entries.into_iter().map(|(k, v)| (Value::from(k), v)).collect())
+}
+
+fn encode(value: &Value, framing: Framing) -> Message {
+    let mut bytes = Vec::new();
+    rmpv::encode::write_value(&mut bytes, value).expect("encode msgpack");
+    match framing {
+        Framing::Binary => Message::Binary(bytes.into()),
+        Framing::Base64Text => Message::Text(BASE64.encode(bytes).into()),
+    }
+}
+
+fn decode(message: &Message) -> Option<Value> {
+    let bytes = match message {
+        Message::Binary(bytes) => bytes.to_vec(),
+        Message::Text(text) => BASE64.decode(text.as_bytes()).ok()?,
+        _ => return None,
+    };
+    rmpv::decode::read_value(&mut &bytes[..]).ok()
+}
+
+fn hello(identity: &Identity) -> Value {
+    map(vec![
+        ("t", "hello".into()),
+        ("protocol", identity.protocol.into()),
+        ("pluginVersion", "fake-0.0.1".into()),
+        ("sessionId", identity.session_id.as_str().into()),
+        ("instanceId", identity.instance_id.as_str().into()),
+        ("context", identity.context.into()),
+        ("placeName", identity.place_name.as_str().into()),
+        // Luau numbers are doubles: send ids the way a Luau encoder would.
+        ("placeId", Value::F64(1818.0)),
+        ("gameId", Value::F64(0.0)),
+        ("state", identity.state.into()),
+        (
+            "actions",
+            Value::Array(vec![
+                "state".into(),
+                "logs".into(),
+                "query".into(),
+                "exec".into(),
+                "screenshot".into(),
+            ]),
+        ),
+    ])
+}
+
+/// What the connection loop is told by a request handler.
+enum Control {
+    Send(Message),
+    Drop(Option<Duration>),
+}
+
+async fn run(shared: Arc<Shared>) {
+    let url = format!("ws://127.0.0.1:{}/v1/plugin", shared.port);
+    let mut reconnect_after: Option<Duration> = Some(Duration::ZERO);
+    while let Some(delay) = reconnect_after.take() {
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            () = shared.stop.cancelled() => return,
+        }
+        let socket = loop {
+            match tokio_tungstenite::connect_async(url.as_str()).await {
+                Ok((socket, _)) => break socket,
+                Err(_) => {
+                    tokio::select! {
+                        () = tokio::time::sleep(Duration::from_millis(25)) => {}
+                        () = shared.stop.cancelled() => return,
+                    }
+                }
+            }
+        };
+        reconnect_after = serve(&shared, socket).await;
+    }
+}
+
+/// Serves one connection; returns when to reconnect (None: never).
+async fn serve(
+    shared: &Arc<Shared>,
+    socket: tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+) -> Option<Duration> {
+    let framing = shared.identity.framing;
+    let (mut sink, mut stream) = socket.split();
+    if sink.send(encode(&hello(&shared.identity), framing)).await.is_err() {
+        return Some(Duration::from_millis(50));
+    }
+    let (control_tx, mut control) = mpsc::unbounded_channel::<Control>();
+    loop {
+        tokio::select! {
+            () = shared.stop.cancelled() => {
+                let _ = sink.close().await;
+                return None;
+            }
+            order = control.recv() => match order {
+                Some(Control::Send(message)) => {
+                    if sink.send(message).await.is_err() {
+                        return Some(Duration::from_millis(50));
+                    }
+                }
+                Some(Control::Drop(again)) => {
+                    // Abrupt: no close frame, as when Studio's process dies.
+                    drop(sink);
+                    drop(stream);
+                    return again;
+                }
+                None => return Some(Duration::from_millis(50)),
+            },
+            incoming = stream.next() => {
+                let message = match incoming {
+                    Some(Ok(message)) => message,
+                    Some(Err(_)) | None => {
+                        note(shared, |log| log.closes.push(None));
+                        return Some(Duration::from_millis(50));
+                    }
+                };
+                if let Message::Close(frame) = &message {
+                    let code = frame.as_ref().map(|f| u16::from(f.code));
+                    note(shared, |log| log.closes.push(code));
+                    let rejected = !shared.log.lock().unwrap().rejects.is_empty();
+                    return if rejected { None } else { Some(Duration::from_millis(50)) };
+                }
+                let Some(value) = decode(&message) else { continue };
+                match value["t"].as_str() {
+                    Some("welcome") => note(shared, |log| log.welcomes += 1),
+                    Some("reject") => {
+                        let code = value["code"].as_str().unwrap_or_default().to_owned();
+                        let text = value["message"].as_str().unwrap_or_default().to_owned();
+                        note(shared, |log| log.rejects.push((code, text)));
+                    }
+                    Some("ping") => {
+                        note(shared, |log| log.pings += 1);
+                        let pong = map(vec![("t", "pong".into()), ("n", value["n"].clone())]);
+                        let _ = control_tx.send(Control::Send(encode(&pong, framing)));
+                    }
+                    Some("cancel") => {
+                        let id = value["id"].as_u64().unwrap_or_default();
+                        note(shared, |log| log.cancels.push(id));
+                    }
+                    Some("request") => {
+                        let seen = Seen {
+                            id: value["id"].as_u64().expect("request id is an unsigned int"),
+                            action: value["action"].as_str().unwrap_or_default().to_owned(),
+                            args: value["args"].clone(),
+                            timeout_ms: value["timeoutMs"].as_u64().unwrap_or_default(),
+                        };
+                        let reply = (shared.handler)(&seen.action, &seen.args);
+                        let id = seen.id;
+                        note(shared, |log| log.requests.push(seen));
+                        tokio::spawn(answer(id, reply, framing, control_tx.clone()));
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
+async fn answer(id: u64, reply: Reply, framing: Framing, control: mpsc::UnboundedSender<Control>) {
+    let mut reply = reply;
+    loop {
+        let message = match reply {
+            Reply::Ok(result) => map(vec![
+                ("t", "response".into()),
+                ("id", Value::F64(id as f64)),
+                ("ok", true.into()),
+                ("result", result),
+            ]),
+            Reply::Err(code, message) => map(vec![
+                ("t", "response".into()),
+                ("id", id.into()),
+                ("ok", false.into()),
+                ("error", map(vec![("code", code.into()), ("message", message.into())])),
+            ]),
+            Reply::After(delay, then) => {
+                tokio::time::sleep(delay).await;
+                reply = *then;
+                continue;
+            }
+            Reply::Progress(steps, then) => {
+                let total = steps.last().copied().unwrap_or(0.0);
+                for step in steps {
+                    let progress = map(vec![
+                        ("t", "progress".into()),
+                        ("id", id.into()),
+                        ("progress", Value::F64(step)),
+                        ("total", Value::F64(total)),
+                        ("message", format!("step {step}").into()),
+                    ]);
+                    let _ = control.send(Control::Send(encode(&progress, framing)));
+                }
+                reply = *then;
+                continue;
+            }
+            Reply::Never => return,
+            Reply::Drop(again) => {
+                let _ = control.send(Control::Drop(again));
+                return;
+            }
+            Reply::GarbageFirst(then) => {
+                let _ = control.send(Control::Send(Message::Binary(vec![0x81, 0xa1].into())));
+                let _ = control.send(Control::Send(Message::Text("not base64 at all!".into())));
+                reply = *then;
+                continue;
+            }
+        };
+        let _ = control.send(Control::Send(encode(&message, framing)));
+        return;
+    }
+}
+
+/// A handler that answers every action the way a healthy Studio would, in shape.
+pub fn studio_like() -> Handler {
+    Arc::new(|action: &str, args: &Value| match action {
+        "state" => Reply::Ok(map(vec![
+            ("state", "Edit".into()),
+            ("placeName", "Place A".into()),
+            ("placeId", Value::F64(1818.0)),
+            ("gameId", 0.into()),
+        ])),
+        "exec" => Reply::Ok(map(vec![
+            ("success", true.into()),
+            ("returns", Value::Array(vec![Value::F64(2.0), Value::Nil, "ok".into()])),
+            (
+                "logs",
+                Value::Array(vec![map(vec![("level", "Print".into()), ("body", "hello".into())])]),
+            ),
+        ])),
+        other => Reply::Err("unknown_action", format!("no action {other} (args {args})")),
+    })
+}
+
+pub fn handler(f: impl Fn(&str, &Value) -> Reply + Send + Sync + 'static) -> Handler {
+    Arc::new(f)
+}
+
+pub fn value_map(entries: Vec<(&str, Value)>) -> Value {
+    map(entries)
+}

@@ -1,0 +1,26 @@
+//! Test support shared by the integration tests: a fake Studio plugin written against
+//! PROTOCOL.md, and an MCP client driving the real binary over stdio.
+#![allow(dead_code)]
+
+pub mod fake_plugin;
+pub mod mcp_client;
+
+use std::time::{Duration, Instant};
+
+/// A port nobody listens on right now.
+pub fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+    listener.local_addr().expect("local addr").port()
+}
+
+/// Polls `condition` until it holds or `timeout` passes; no fixed sleeps in tests.
+pub async fn wait_for(what: &str, timeout: Duration, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !condition() {
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
