@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use tracing_subscriber::EnvFilter;
 
-use studio_bridge::bridge::host::Host;
+use studio_bridge::bridge::{self, Mode};
 use studio_bridge::cli::{self, HostOptions};
 use studio_bridge::{mcp, protocol};
 
@@ -35,7 +35,14 @@ fn main() -> ExitCode {
     };
     runtime.block_on(async {
         match name {
-            "mcp" => report(run_mcp(&options).await),
+            "mcp" => report(
+                run_mcp(
+                    &options,
+                    sub.get_one::<String>("remote").map(String::as_str),
+                    sub.get_one::<std::path::PathBuf>("token-file").map(|p| p.as_path()),
+                )
+                .await,
+            ),
             "serve" => report(run_serve(&options).await),
             command => cli::run_command(command, sub, &options).await,
         }
@@ -62,23 +69,58 @@ fn report(result: anyhow::Result<()>) -> ExitCode {
     }
 }
 
-async fn run_mcp(options: &HostOptions) -> anyhow::Result<()> {
-    let host = Host::start(options.host_config()).await?;
-    let served = mcp::serve_stdio(host.bridge.clone(), options.limits()).await;
-    host.shutdown.cancel();
+async fn run_mcp(
+    options: &HostOptions,
+    remote: Option<&str>,
+    token_file: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    let mode = match remote {
+        Some(addr) => Mode::Remote {
+            addr: addr.to_owned(),
+            token: remote_token(token_file, options.port)?,
+        },
+        None => Mode::Auto,
+    };
+    let running = bridge::start(options.bridge_options(mode)).await?;
+    if running.is_host() {
+        tracing::info!("hosting the bridge");
+    } else {
+        tracing::info!("joined the bridge host as a peer");
+    }
+    // The MCP client closing stdin ends us, host or not; so does SIGTERM. Either way a
+    // host hands over to its peers at once.
+    let served = tokio::select! {
+        served = mcp::serve_stdio(running.bridge.clone(), options.limits()) => served,
+        () = shutdown_signal() => Ok(()),
+    };
+    running.shutdown().await;
     served
 }
 
+/// The peer token for `--remote`: `--token-file`, else `STUDIO_BRIDGE_TOKEN`.
+fn remote_token(token_file: Option<&std::path::Path>, port: u16) -> anyhow::Result<String> {
+    if let Some(path) = token_file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("cannot read the token file {}: {e}", path.display()))?;
+        return Ok(text.trim().to_owned());
+    }
+    std::env::var("STUDIO_BRIDGE_TOKEN").map(|t| t.trim().to_owned()).map_err(|_| {
+        anyhow::anyhow!(
+            "--remote needs the host's peer token: pass --token-file PATH or set STUDIO_BRIDGE_TOKEN (the host writes it to {} on its machine)",
+            studio_bridge::bridge::token::token_path(port).display()
+        )
+    })
+}
+
 async fn run_serve(options: &HostOptions) -> anyhow::Result<()> {
-    let host = Host::start(options.host_config()).await?;
+    let running = bridge::start(options.bridge_options(Mode::HostOnly)).await?;
+    let addr = running.host_addr().map(|a| a.to_string()).unwrap_or_default();
     eprintln!(
-        "studio-bridge {} serving on {} (Ctrl-C to stop)",
-        protocol::SERVER_VERSION,
-        host.addr
+        "studio-bridge {} serving on {addr} (Ctrl-C to stop)",
+        protocol::SERVER_VERSION
     );
     shutdown_signal().await;
-    host.shutdown.cancel();
-    let _ = host.task.await;
+    running.shutdown().await;
     Ok(())
 }
 

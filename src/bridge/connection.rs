@@ -9,6 +9,7 @@ use axum::extract::ws::{CloseFrame, Message, WebSocket};
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use super::registry::{Link, Outbound, Registry};
 use super::{Progress, SessionEvent};
@@ -28,11 +29,13 @@ const CLOSE_TOO_LARGE: u16 = 1009;
 /// Why a connection's read loop ended.
 enum End {
     Closed,
+    /// This host is shutting down cleanly; the plugin reconnects to its successor.
+    Shutdown,
     TooLarge(String),
     Dead,
 }
 
-pub async fn serve_plugin(socket: WebSocket, registry: Arc<Registry>) {
+pub async fn serve_plugin(socket: WebSocket, registry: Arc<Registry>, shutdown: CancellationToken) {
     let (mut sink, mut stream) = socket.split();
     let (hello, framing) = match read_hello(&mut stream, registry.max_message_bytes).await {
         Ok(found) => found,
@@ -85,7 +88,7 @@ pub async fn serve_plugin(socket: WebSocket, registry: Arc<Registry>) {
     tracing::info!(session = %session_id, context = %hello.context, place = %hello.place_name, "plugin connected");
     let generation = registry.connect(hello, Arc::clone(&link));
 
-    let end = read_loop(&mut stream, &link, &registry, &session_id).await;
+    let end = read_loop(&mut stream, &link, &registry, &session_id, &shutdown).await;
     let error = match &end {
         End::TooLarge(reason) => {
             link.close(CLOSE_TOO_LARGE, "message too large");
@@ -102,6 +105,10 @@ pub async fn serve_plugin(socket: WebSocket, registry: Arc<Registry>) {
         }
         End::Closed => {
             link.close(1000, "closed");
+            lost_error()
+        }
+        End::Shutdown => {
+            link.close(1001, "host shutting down");
             lost_error()
         }
     };
@@ -142,12 +149,19 @@ async fn read_hello(
     }
 }
 
-async fn read_loop(stream: &mut SplitStream<WebSocket>, link: &Link, registry: &Registry, session_id: &str) -> End {
+async fn read_loop(
+    stream: &mut SplitStream<WebSocket>,
+    link: &Link,
+    registry: &Registry,
+    session_id: &str,
+    shutdown: &CancellationToken,
+) -> End {
     let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + PING_INTERVAL, PING_INTERVAL);
     let mut unanswered = 0u32;
     let mut ping_n = 0u64;
     loop {
         let message = tokio::select! {
+            () = shutdown.cancelled() => return End::Shutdown,
             message = stream.next() => message,
             _ = ping.tick() => {
                 if unanswered >= MAX_UNANSWERED_PINGS {
@@ -254,7 +268,9 @@ fn plugin_failure(failure: PluginFailure) -> ToolError {
     }
 }
 
-async fn write_loop(mut sink: SplitSink<WebSocket, Message>, mut queue: mpsc::UnboundedReceiver<Outbound>) {
+/// Owns the sending half of a socket: feeds everything already queued, then flushes
+/// once. Shared by plugin and peer connections.
+pub(super) async fn write_loop(mut sink: SplitSink<WebSocket, Message>, mut queue: mpsc::UnboundedReceiver<Outbound>) {
     while let Some(first) = queue.recv().await {
         let mut next = Some(first);
         // Feed everything already queued, then flush once.
@@ -286,7 +302,7 @@ fn to_message(frame: crate::protocol::messages::Frame) -> Message {
     }
 }
 
-fn close_message(code: u16, reason: &'static str) -> Message {
+pub(super) fn close_message(code: u16, reason: &'static str) -> Message {
     Message::Close(Some(CloseFrame {
         code,
         reason: reason.into(),

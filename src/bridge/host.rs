@@ -1,53 +1,65 @@
-//! The bridge host: an axum server on loopback with `/v1/health` and the plugin
-//! WebSocket `/v1/plugin`. Every request passes the Host/Origin guard (see `origin.rs`)
-//! before any handler or upgrade runs.
+//! The bridge host: an axum server on loopback with `/v1/health`, the plugin WebSocket
+//! `/v1/plugin` and the peer WebSocket `/v1/client`. Every request passes the
+//! Host/Origin guard (see `origin.rs`) before any handler or upgrade runs; `/v1/client`
+//! also needs the peer token (see `token.rs`).
 
 use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{Request, State, WebSocketUpgrade};
-use axum::http::StatusCode;
+use axum::http::header::AUTHORIZATION;
+use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::registry::Registry;
-use super::{Bridge, connection, origin};
+use super::{connection, origin, peer_server, token};
 use crate::protocol::{PROTOCOL_VERSION, SERVER_VERSION};
 
 /// Settings of a bridge host.
 #[derive(Debug, Clone)]
 pub struct HostConfig {
     pub port: u16,
-    /// Largest decoded msgpack message accepted from a plugin.
+    /// Largest decoded msgpack message accepted from a plugin or peer.
     pub max_message_bytes: usize,
 }
 
-/// A running host: the bridge it serves and the token that stops it.
+/// A running host.
 pub struct Host {
-    pub bridge: Bridge,
     pub registry: Arc<Registry>,
     pub addr: SocketAddr,
-    pub shutdown: CancellationToken,
-    pub task: tokio::task::JoinHandle<()>,
+    token_path: PathBuf,
+    shutdown: CancellationToken,
+    connections: TaskTracker,
+    task: tokio::task::JoinHandle<()>,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum BindError {
-    #[error(
-        "port {port} on 127.0.0.1 is already in use. Another studio-bridge (or another program) holds it; choose another port with --port or STUDIO_BRIDGE_PORT (the Studio plugin must use the same port)"
-    )]
+    #[error("port {port} on 127.0.0.1 is already in use")]
     InUse { port: u16 },
     #[error("cannot listen on 127.0.0.1:{port}: {source}")]
     Other { port: u16, source: std::io::Error },
 }
 
+#[derive(Clone)]
+struct AppState {
+    registry: Arc<Registry>,
+    token: Arc<str>,
+    shutdown: CancellationToken,
+    connections: TaskTracker,
+}
+
 impl Host {
-    /// Binds 127.0.0.1:`port` and starts serving. The host counts as started (for the
-    /// startup grace) from here.
+    /// Binds 127.0.0.1:`port`, writes a fresh peer token, and starts serving. The host
+    /// counts as started (for the startup grace) from here.
     pub async fn start(config: HostConfig) -> Result<Host, BindError> {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, config.port))
             .await
@@ -65,9 +77,25 @@ impl Host {
             port: config.port,
             source,
         })?;
+        // The token is on disk before anything is served, so a peer that finds this host
+        // can always authenticate.
+        let token_path = token::token_path(addr.port());
+        let token = token::generate()
+            .and_then(|t| token::write(&token_path, &t).map(|()| t))
+            .map_err(|source| BindError::Other {
+                port: addr.port(),
+                source,
+            })?;
         let registry = Registry::new(addr.port(), config.max_message_bytes);
         let shutdown = CancellationToken::new();
-        let app = router(Arc::clone(&registry));
+        let connections = TaskTracker::new();
+        let state = AppState {
+            registry: Arc::clone(&registry),
+            token: token.into(),
+            shutdown: shutdown.clone(),
+            connections: connections.clone(),
+        };
+        let app = router(state);
         let stop = shutdown.clone();
         let task = tokio::spawn(async move {
             let served = axum::serve(listener, app)
@@ -79,26 +107,39 @@ impl Host {
         });
         tracing::info!(%addr, "bridge host listening");
         Ok(Host {
-            bridge: Bridge::hosting(Arc::clone(&registry)),
             registry,
             addr,
+            token_path,
             shutdown,
+            connections,
             task,
         })
     }
+
+    /// Stops cleanly: peers are told (close 4002) so that one takes over at once, the
+    /// listener closes, and the token file is removed.
+    pub async fn shutdown(self) {
+        self.shutdown.cancel();
+        self.connections.close();
+        let _ = tokio::time::timeout(Duration::from_millis(500), self.connections.wait()).await;
+        let _ = tokio::time::timeout(Duration::from_millis(500), self.task).await;
+        // Only remove the token if it is still ours (a successor may have written its own).
+        let _ = std::fs::remove_file(&self.token_path);
+    }
 }
 
-fn router(registry: Arc<Registry>) -> Router {
+fn router(state: AppState) -> Router {
     Router::new()
         .route("/v1/health", get(health))
         .route("/v1/plugin", get(plugin_socket))
-        .layer(middleware::from_fn_with_state(Arc::clone(&registry), guard))
-        .with_state(registry)
+        .route("/v1/client", get(peer_socket))
+        .layer(middleware::from_fn_with_state(state.clone(), guard))
+        .with_state(state)
 }
 
 /// Refuses any request whose Host or Origin is not loopback, before routing or upgrade.
-async fn guard(State(registry): State<Arc<Registry>>, request: Request, next: Next) -> Response {
-    match origin::check(request.headers(), registry.port) {
+async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    match origin::check(request.headers(), state.registry.port) {
         Ok(()) => next.run(request).await,
         Err(reason) => {
             tracing::warn!(%reason, path = %request.uri().path(), "refused a request");
@@ -107,21 +148,46 @@ async fn guard(State(registry): State<Arc<Registry>>, request: Request, next: Ne
     }
 }
 
-async fn health(State(registry): State<Arc<Registry>>) -> impl IntoResponse {
+async fn health(State(state): State<AppState>) -> impl IntoResponse {
     axum::Json(serde_json::json!({
         "service": "studio-bridge",
         "version": SERVER_VERSION,
         "protocol": PROTOCOL_VERSION,
-        "sessions": registry.session_count(),
+        "sessions": state.registry.session_count(),
     }))
 }
 
-async fn plugin_socket(State(registry): State<Arc<Registry>>, upgrade: WebSocketUpgrade) -> Response {
-    // A base64 text frame may be 4/3 of the decoded limit; the decoded size is checked
-    // again per frame.
-    let wire_limit = registry.max_message_bytes / 3 * 4 + 16;
+/// A base64 text frame may be 4/3 of the decoded limit; the decoded size is checked
+/// again per frame.
+fn wire_limit(registry: &Registry) -> usize {
+    registry.max_message_bytes / 3 * 4 + 16
+}
+
+async fn plugin_socket(State(state): State<AppState>, upgrade: WebSocketUpgrade) -> Response {
+    let limit = wire_limit(&state.registry);
+    let tracker = state.connections.clone();
     upgrade
-        .max_message_size(wire_limit)
-        .max_frame_size(wire_limit)
-        .on_upgrade(move |socket| connection::serve_plugin(socket, registry))
+        .max_message_size(limit)
+        .max_frame_size(limit)
+        .on_upgrade(move |socket| {
+            tracker.track_future(connection::serve_plugin(socket, state.registry, state.shutdown))
+        })
+}
+
+async fn peer_socket(State(state): State<AppState>, headers: HeaderMap, upgrade: WebSocketUpgrade) -> Response {
+    let presented = headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok());
+    if !token::authorized(presented, &state.token) {
+        tracing::warn!("refused a peer without the right token");
+        return (
+            StatusCode::UNAUTHORIZED,
+            "missing or wrong peer token: re-read the token file and retry",
+        )
+            .into_response();
+    }
+    let limit = wire_limit(&state.registry);
+    let tracker = state.connections.clone();
+    upgrade
+        .max_message_size(limit)
+        .max_frame_size(limit)
+        .on_upgrade(move |socket| tracker.track_future(peer_server::serve_peer(socket, state.registry, state.shutdown)))
 }

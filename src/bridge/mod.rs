@@ -2,25 +2,40 @@
 //!
 //! Adapters (MCP, CLI) see only [`Bridge`]: list sessions, call an action, cancel it (by
 //! cancelling the call's token), subscribe to events. Whether this process hosts the
-//! plugins itself or reaches a host elsewhere is decided here and nowhere else.
+//! plugins itself or reaches a host through another studio-bridge process (and which of
+//! the two it is after a failover) is decided here and nowhere else.
+//!
+//! Roles (ARCHITECTURE.md, Processes): every process that needs the bridge tries to bind
+//! the port. The one that succeeds is the host; the others confirm over `/v1/health` that
+//! a compatible studio-bridge owns it and connect to `/v1/client` as peers. When the host
+//! goes away, each peer fails its in-flight calls with `host_lost` (never re-sent),
+//! waits 0–500 ms of jitter (none after a clean shutdown) and races to bind again.
 
 pub mod connection;
 pub mod host;
 pub mod origin;
+pub mod peer;
+pub mod peer_server;
+pub mod probe;
 pub mod registry;
 pub mod resolve;
+pub mod token;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmpv::Value as Msgpack;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 pub use registry::SessionInfo;
 pub use resolve::Target;
 
-use crate::protocol::{Context, ToolError};
+use crate::protocol::{Context, PROTOCOL_VERSION};
+use crate::protocol::{ErrorCode, ToolError};
+use host::{BindError, Host, HostConfig};
+use peer::{ConnectError, PeerLink};
+use probe::Owner;
 use registry::Registry;
 
 /// One call of a plugin action.
@@ -31,7 +46,7 @@ pub struct Call {
     pub args: Msgpack,
     /// The context used when the target instance is in Play and the caller named none.
     pub default_context: Context,
-    /// The host's deadline for the whole call, waiting for a session included.
+    /// The deadline for the whole call, waiting for a session or a host included.
     pub timeout: Duration,
     /// The `timeoutMs` the plugin is given, if shorter than what is left of the deadline.
     pub plugin_timeout: Option<Duration>,
@@ -61,40 +76,364 @@ pub struct SessionEvent {
     pub data: serde_json::Value,
 }
 
+/// What this process is right now.
+#[derive(Clone)]
+enum Role {
+    Host(Arc<Registry>),
+    Peer(Arc<PeerLink>),
+    /// Between hosts (failover) or still connecting.
+    Electing,
+}
+
 /// The one interface adapters use to reach Studio.
 #[derive(Clone)]
 pub struct Bridge {
-    inner: Inner,
-}
-
-#[derive(Clone)]
-enum Inner {
-    /// This process hosts the plugins.
-    Host(Arc<Registry>),
+    role: watch::Receiver<Role>,
 }
 
 impl Bridge {
-    pub(crate) fn hosting(registry: Arc<Registry>) -> Bridge {
-        Bridge {
-            inner: Inner::Host(registry),
+    /// Waits (within `deadline`) for a host to exist, then returns the current role.
+    async fn settled(&self, deadline: tokio::time::Instant, cancel: &CancellationToken) -> Result<Role, ToolError> {
+        let mut role = self.role.clone();
+        loop {
+            let current = role.borrow_and_update().clone();
+            if !matches!(current, Role::Electing) {
+                return Ok(current);
+            }
+            tokio::select! {
+                changed = role.changed() => {
+                    if changed.is_err() {
+                        return Err(peer::host_lost());
+                    }
+                }
+                () = tokio::time::sleep_until(deadline) => {
+                    return Err(ToolError::new(
+                        ErrorCode::Timeout,
+                        "No studio-bridge host could be reached before the deadline (a failover is in progress or the port is held by another program). Retry in a moment.",
+                    ));
+                }
+                () = cancel.cancelled() => {
+                    return Err(ToolError::new(ErrorCode::Cancelled, "The call was cancelled by the caller."));
+                }
+            }
         }
     }
 
     pub async fn sessions(&self) -> Result<Vec<SessionInfo>, ToolError> {
-        match &self.inner {
-            Inner::Host(registry) => Ok(registry.sessions()),
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+        match self.settled(deadline, &CancellationToken::new()).await? {
+            Role::Host(registry) => Ok(registry.sessions()),
+            Role::Peer(link) => {
+                link.sessions(deadline.saturating_duration_since(tokio::time::Instant::now()))
+                    .await
+            }
+            Role::Electing => Err(peer::host_lost()),
         }
     }
 
-    pub async fn call(&self, call: Call, hooks: CallHooks) -> Result<Msgpack, ToolError> {
-        match &self.inner {
-            Inner::Host(registry) => registry.call(call, hooks).await,
+    pub async fn call(&self, mut call: Call, hooks: CallHooks) -> Result<Msgpack, ToolError> {
+        let deadline = tokio::time::Instant::now() + call.timeout;
+        let role = self.settled(deadline, &hooks.cancel).await?;
+        call.timeout = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match role {
+            Role::Host(registry) => registry.call(call, hooks).await,
+            Role::Peer(link) => link.call(call, hooks).await,
+            Role::Electing => Err(peer::host_lost()),
         }
     }
 
-    pub fn subscribe(&self) -> broadcast::Receiver<SessionEvent> {
-        match &self.inner {
-            Inner::Host(registry) => registry.subscribe_events(),
+    /// Streams `events` (e.g. `["log"]`) from the sessions `target` names.
+    pub async fn subscribe(
+        &self,
+        target: &Target,
+        events: &[String],
+    ) -> Result<mpsc::UnboundedReceiver<SessionEvent>, ToolError> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        match self.settled(deadline, &CancellationToken::new()).await? {
+            Role::Host(registry) => {
+                let (sender, receiver) = mpsc::unbounded_channel();
+                let mut feed = registry.subscribe_events();
+                let (target, events) = (target.clone(), events.to_vec());
+                tokio::spawn(async move {
+                    while let Ok(event) = feed.recv().await {
+                        let wanted = events.is_empty() || events.contains(&event.event);
+                        if wanted
+                            && peer_server::matches_target(&registry, &target, &event.session_id)
+                            && sender.send(event).is_err()
+                        {
+                            return;
+                        }
+                    }
+                });
+                Ok(receiver)
+            }
+            Role::Peer(link) => link.subscribe(target, events),
+            Role::Electing => Err(peer::host_lost()),
         }
     }
+}
+
+/// How this process takes part in the bridge.
+#[derive(Debug, Clone)]
+pub enum Mode {
+    /// Host if the port is free, else a peer of the studio-bridge that holds it; take
+    /// over when that host goes away.
+    Auto,
+    /// Host or fail (`serve`).
+    HostOnly,
+    /// Always a peer of the host at `addr` (`mcp --remote`); never hosts.
+    Remote { addr: String, token: String },
+}
+
+#[derive(Debug, Clone)]
+pub struct BridgeOptions {
+    pub port: u16,
+    pub max_message_bytes: usize,
+    pub mode: Mode,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(
+        "port {port} on 127.0.0.1 is held by another program, not a studio-bridge host ({found}). Stop it, or choose another port with --port or STUDIO_BRIDGE_PORT (the Studio plugin must use the same port)."
+    )]
+    Foreign { port: u16, found: String },
+    #[error(
+        "port {port} is held by studio-bridge {version}, which speaks protocol {protocol}; this studio-bridge speaks protocol {ours}. Use the same studio-bridge version everywhere, or choose another port with --port."
+    )]
+    Incompatible {
+        port: u16,
+        version: String,
+        protocol: u64,
+        ours: u64,
+    },
+    #[error(
+        "port {port} is already in use by another studio-bridge host; `serve` needs the port to itself (stop the other host, or pass --port)"
+    )]
+    HostTaken { port: u16 },
+    #[error("{0}")]
+    Bind(#[from] BindError),
+    #[error("{0}")]
+    Connect(#[from] ConnectError),
+}
+
+/// A started bridge: the interface, and the handle that stops it cleanly.
+pub struct Running {
+    pub bridge: Bridge,
+    control: Arc<Control>,
+}
+
+struct Control {
+    role: watch::Sender<Role>,
+    host: Mutex<Option<Host>>,
+    stop: CancellationToken,
+}
+
+impl Running {
+    /// Whether this process is the host right now.
+    pub fn is_host(&self) -> bool {
+        matches!(*self.control.role.borrow(), Role::Host(_))
+    }
+
+    /// The address the host listens on, when this process is the host.
+    pub fn host_addr(&self) -> Option<std::net::SocketAddr> {
+        self.control
+            .host
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|h| h.addr)
+    }
+
+    /// Leaves the bridge: a host tells its peers (close 4002) so one takes over at once.
+    pub async fn shutdown(self) {
+        self.control.stop.cancel();
+        let host = self.control.host.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(host) = host {
+            host.shutdown().await;
+        }
+    }
+}
+
+enum Became {
+    Host(Host),
+    Peer(Arc<PeerLink>),
+}
+
+/// Joins the bridge on `options.port`: as host, or as a peer of the host there.
+pub async fn start(options: BridgeOptions) -> Result<Running, StartError> {
+    let first = become_something(&options).await?;
+    let (role_tx, role_rx) = watch::channel(Role::Electing);
+    let control = Arc::new(Control {
+        role: role_tx,
+        host: Mutex::new(None),
+        stop: CancellationToken::new(),
+    });
+    let link = adopt(&control, first);
+    if let Some(link) = link {
+        tokio::spawn(supervise(Arc::clone(&control), options, link));
+    }
+    Ok(Running {
+        bridge: Bridge { role: role_rx },
+        control,
+    })
+}
+
+/// Records what this process became; returns the peer link to watch, if a peer.
+fn adopt(control: &Control, became: Became) -> Option<Arc<PeerLink>> {
+    match became {
+        Became::Host(host) => {
+            let registry = Arc::clone(&host.registry);
+            *control.host.lock().unwrap_or_else(|p| p.into_inner()) = Some(host);
+            control.role.send_replace(Role::Host(registry));
+            None
+        }
+        Became::Peer(link) => {
+            control.role.send_replace(Role::Peer(Arc::clone(&link)));
+            Some(link)
+        }
+    }
+}
+
+/// Watches the link to the host; when it goes, fails over.
+async fn supervise(control: Arc<Control>, options: BridgeOptions, mut link: Arc<PeerLink>) {
+    loop {
+        let lost = link.lost();
+        tokio::select! {
+            () = lost.cancelled() => {}
+            () = control.stop.cancelled() => return,
+        }
+        control.role.send_replace(Role::Electing);
+        tracing::warn!(
+            clean = link.closed_cleanly(),
+            "lost the bridge host; taking over or rejoining"
+        );
+        if !link.closed_cleanly() {
+            tokio::time::sleep(jitter()).await;
+        }
+        let next = loop {
+            if control.stop.is_cancelled() {
+                return;
+            }
+            match become_something(&options).await {
+                Ok(became) => break became,
+                Err(error) => {
+                    tracing::warn!(%error, "no bridge host yet; retrying");
+                    tokio::select! {
+                        () = tokio::time::sleep(Duration::from_millis(250)) => {}
+                        () = control.stop.cancelled() => return,
+                    }
+                }
+            }
+        };
+        match adopt(&control, next) {
+            Some(new_link) => {
+                tracing::info!("joined the new bridge host as a peer");
+                link = new_link;
+            }
+            None => {
+                tracing::info!(port = options.port, "became the bridge host");
+                return;
+            }
+        }
+    }
+}
+
+/// 0–500 ms, so that survivors of a crashed host do not all bind at the same instant.
+fn jitter() -> Duration {
+    let mut bytes = [0u8; 2];
+    let random = getrandom::fill(&mut bytes)
+        .map(|()| u16::from_le_bytes(bytes))
+        .unwrap_or(250);
+    Duration::from_millis(u64::from(random % 501))
+}
+
+async fn become_something(options: &BridgeOptions) -> Result<Became, StartError> {
+    let config = HostConfig {
+        port: options.port,
+        max_message_bytes: options.max_message_bytes,
+    };
+    match &options.mode {
+        Mode::Remote { addr, token } => {
+            let link = PeerLink::connect(
+                addr,
+                port_of(addr).unwrap_or(options.port),
+                token,
+                options.max_message_bytes,
+            )
+            .await?;
+            Ok(Became::Peer(link))
+        }
+        Mode::HostOnly => match Host::start(config).await {
+            Ok(host) => Ok(Became::Host(host)),
+            Err(BindError::InUse { port }) => match probe::probe(port).await {
+                Owner::Bridge { .. } => Err(StartError::HostTaken { port }),
+                owner => Err(foreign(port, owner)),
+            },
+            Err(error) => Err(error.into()),
+        },
+        Mode::Auto => {
+            // The owner may vanish between a failed bind and the probe: then bind again.
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+            loop {
+                match Host::start(config.clone()).await {
+                    Ok(host) => return Ok(Became::Host(host)),
+                    Err(BindError::InUse { port }) => match probe::probe(port).await {
+                        Owner::Bridge { .. } => match join(port, options.max_message_bytes, deadline).await {
+                            Ok(link) => return Ok(Became::Peer(link)),
+                            Err(error) if tokio::time::Instant::now() >= deadline => return Err(error.into()),
+                            Err(error) => tracing::debug!(%error, "could not join the host yet"),
+                        },
+                        Owner::Nobody if tokio::time::Instant::now() < deadline => {}
+                        owner => return Err(foreign(port, owner)),
+                    },
+                    Err(error) => return Err(error.into()),
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+/// Connects to the local host as a peer, re-reading the token file after a 401 (a new
+/// host may just have replaced it).
+async fn join(
+    port: u16,
+    max_message_bytes: usize,
+    deadline: tokio::time::Instant,
+) -> Result<Arc<PeerLink>, ConnectError> {
+    let path = token::token_path(port);
+    loop {
+        let token = token::read(&path).unwrap_or_default();
+        match PeerLink::connect(&format!("127.0.0.1:{port}"), port, &token, max_message_bytes).await {
+            Err(ConnectError::Unauthorized) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+fn foreign(port: u16, owner: Owner) -> StartError {
+    match owner {
+        Owner::IncompatibleBridge { version, protocol } => StartError::Incompatible {
+            port,
+            version,
+            protocol,
+            ours: PROTOCOL_VERSION,
+        },
+        Owner::Other(found) => StartError::Foreign { port, found },
+        Owner::Nobody => StartError::Foreign {
+            port,
+            found: "it refused connections".into(),
+        },
+        Owner::Bridge { version } => StartError::Foreign {
+            port,
+            found: format!("studio-bridge {version}"),
+        },
+    }
+}
+
+fn port_of(addr: &str) -> Option<u16> {
+    addr.rsplit_once(':').and_then(|(_, port)| port.parse().ok())
 }

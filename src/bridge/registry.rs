@@ -27,7 +27,7 @@ pub const RECONNECT_GRACE: Duration = Duration::from_secs(10);
 pub const STARTUP_GRACE: Duration = Duration::from_secs(3);
 
 /// A session as `studio_sessions` lists it.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionInfo {
     pub session_id: String,

@@ -12,8 +12,7 @@ use std::sync::{Arc, Mutex};
 use clap::{Arg, ArgAction, ArgMatches};
 use serde_json::{Map, Value as Json};
 
-use crate::bridge::host::{Host, HostConfig};
-use crate::bridge::{CallHooks, Target};
+use crate::bridge::{self, BridgeOptions, CallHooks, Mode, Target};
 use crate::commands::{self, DynCommand, InvocationParts, Limits};
 use crate::protocol::{Context, DEFAULT_PORT, ToolError};
 
@@ -34,10 +33,11 @@ impl HostOptions {
         }
     }
 
-    pub fn host_config(&self) -> HostConfig {
-        HostConfig {
+    pub fn bridge_options(&self, mode: Mode) -> BridgeOptions {
+        BridgeOptions {
             port: self.port,
             max_message_bytes: self.max_message_mib * 1024 * 1024,
+            mode,
         }
     }
 
@@ -84,7 +84,22 @@ pub fn command() -> clap::Command {
                 .value_parser(clap::value_parser!(usize))
                 .help("Largest result returned, in KiB; larger ones are cut and marked truncated [default: 256]"),
         )
-        .subcommand(clap::Command::new("mcp").about("Serve MCP on stdin/stdout (what an agent's MCP config runs)"))
+        .subcommand(
+            clap::Command::new("mcp")
+                .about("Serve MCP on stdin/stdout (what an agent's MCP config runs)")
+                .arg(
+                    Arg::new("remote")
+                        .long("remote")
+                        .value_name("HOST:PORT")
+                        .help("Use the bridge host at HOST:PORT (e.g. from a devcontainer); never host here"),
+                )
+                .arg(
+                    Arg::new("token-file")
+                        .long("token-file")
+                        .value_parser(clap::value_parser!(PathBuf))
+                        .help("With --remote: file holding the host's peer token (else STUDIO_BRIDGE_TOKEN)"),
+                ),
+        )
         .subcommand(clap::Command::new("serve").about("Run the bridge host in the foreground, with status on stderr"));
     for command in commands::ALL {
         root = root.subcommand(subcommand_for(*command));
@@ -260,8 +275,10 @@ pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions
         return ExitCode::FAILURE;
     };
     let as_json = matches.get_flag("json");
-    let host = match Host::start(options.host_config()).await {
-        Ok(host) => host,
+    // Beside a running `mcp` this joins its host as a peer; alone, it hosts for the length
+    // of the call (the startup grace gives plugins time to reconnect).
+    let running = match bridge::start(options.bridge_options(Mode::Auto)).await {
+        Ok(running) => running,
         Err(error) => {
             eprintln!("error: {error}");
             return ExitCode::FAILURE;
@@ -272,10 +289,22 @@ pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions
         instance_id: None,
         context: matches.get_one::<String>("context").and_then(|c| Context::parse(c)),
     };
+    let follow = match command.spec().follow_event {
+        Some(event) if matches.get_flag("follow") => {
+            match running.bridge.subscribe(&target, &[event.to_owned()]).await {
+                Ok(events) => Some(events),
+                Err(error) => {
+                    eprintln!("error[{}]: {}", error.code, error.message);
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
+        _ => None,
+    };
     let outcome = match arguments(command, matches) {
         Ok(args) => {
             let parts = InvocationParts {
-                bridge: host.bridge.clone(),
+                bridge: running.bridge.clone(),
                 hooks: CallHooks::default(),
                 defaults: Arc::new(Mutex::new(Target::default())),
                 target,
@@ -284,7 +313,6 @@ pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions
         }
         Err(error) => Err(error),
     };
-    host.shutdown.cancel();
     let mut stdout = std::io::stdout().lock();
     let status = match &outcome {
         Ok(output) => {
@@ -314,9 +342,36 @@ pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions
             }
         }
     };
+    drop(stdout);
     if printed.is_err() {
+        running.shutdown().await;
         return ExitCode::FAILURE;
     }
+    if let (Some(mut events), Ok(_)) = (follow, &outcome) {
+        loop {
+            let event = tokio::select! {
+                event = events.recv() => event,
+                _ = tokio::signal::ctrl_c() => None,
+            };
+            let Some(event) = event else { break };
+            let line = if as_json {
+                serde_json::json!({ "sessionId": event.session_id, "event": event.event, "data": event.data })
+                    .to_string()
+            } else {
+                match (
+                    event.data.get("level").and_then(Json::as_str),
+                    event.data.get("body").and_then(Json::as_str),
+                ) {
+                    (Some(level), Some(body)) => format!("[{level}] {body}"),
+                    _ => event.data.to_string(),
+                }
+            };
+            if writeln!(std::io::stdout().lock(), "{line}").is_err() {
+                break;
+            }
+        }
+    }
+    running.shutdown().await;
     status
 }
 

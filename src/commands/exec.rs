@@ -67,6 +67,7 @@ impl Command for Exec {
         idempotent: false,
         positional: &["script"],
         truncation_hint: "Return or print less (e.g. a count or a slice instead of a whole table).",
+        follow_event: None,
     };
 
     async fn run(args: ExecArgs, cx: &Invocation) -> Result<Output, ToolError> {

@@ -86,6 +86,7 @@ impl Command for Logs {
         idempotent: true,
         positional: &[],
         truncation_hint: "Ask for fewer entries (count), filter by levels, or page with since.",
+        follow_event: Some("log"),
     };
 
     async fn run(args: LogsArgs, cx: &Invocation) -> Result<Output, ToolError> {

@@ -54,6 +54,9 @@ pub struct Spec {
     pub positional: &'static [&'static str],
     /// Said to the agent when a result had to be cut: how to get the rest.
     pub truncation_hint: &'static str,
+    /// The plugin event that continues this command's output (`logs --follow` on the CLI
+    /// streams `log` events after the result).
+    pub follow_event: Option<&'static str>,
 }
 
 /// The result of a command: JSON for the agent, and for screenshots a PNG.

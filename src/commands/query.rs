@@ -63,6 +63,7 @@ impl Command for Query {
         idempotent: true,
         positional: &["path"],
         truncation_hint: "Query a narrower path, a smaller depth, or fewer properties.",
+        follow_event: None,
     };
 
     async fn run(args: QueryArgs, cx: &Invocation) -> Result<Output, ToolError> {

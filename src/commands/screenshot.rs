@@ -48,6 +48,7 @@ impl Command for Screenshot {
         idempotent: true,
         positional: &[],
         truncation_hint: "",
+        follow_event: None,
     };
 
     async fn run(args: ScreenshotArgs, cx: &Invocation) -> Result<Output, ToolError> {

@@ -33,6 +33,7 @@ impl Command for Sessions {
         idempotent: true,
         positional: &[],
         truncation_hint: "",
+        follow_event: None,
     };
 
     async fn run(_args: SessionsArgs, cx: &Invocation) -> Result<Output, ToolError> {

@@ -37,6 +37,7 @@ impl Command for State {
         idempotent: true,
         positional: &[],
         truncation_hint: "",
+        follow_event: None,
     };
 
     async fn run(args: StateArgs, cx: &Invocation) -> Result<Output, ToolError> {

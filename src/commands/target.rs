@@ -53,6 +53,7 @@ impl Command for TargetCommand {
         idempotent: true,
         positional: &[],
         truncation_hint: "",
+        follow_event: None,
     };
 
     async fn run(args: TargetArgs, cx: &Invocation) -> Result<Output, ToolError> {

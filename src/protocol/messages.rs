@@ -262,15 +262,15 @@ fn parse_failure(error: Option<Msgpack>) -> PluginFailure {
 }
 
 /// The entries of a msgpack map, taken out by key.
-struct Fields(Vec<(Msgpack, Msgpack)>);
+pub(crate) struct Fields(pub(crate) Vec<(Msgpack, Msgpack)>);
 
 impl Fields {
-    fn take(&mut self, key: &str) -> Option<Msgpack> {
+    pub(crate) fn take(&mut self, key: &str) -> Option<Msgpack> {
         let index = self.0.iter().position(|(k, _)| k.as_str() == Some(key))?;
         Some(std::mem::replace(&mut self.0[index].1, Msgpack::Nil))
     }
 
-    fn uint(&mut self, kind: &'static str, field: &'static str) -> Result<u64, FrameError> {
+    pub(crate) fn uint(&mut self, kind: &'static str, field: &'static str) -> Result<u64, FrameError> {
         self.take(field)
             .as_ref()
             .and_then(as_u64)
@@ -278,7 +278,7 @@ impl Fields {
     }
 }
 
-fn into_string(value: Msgpack) -> Option<String> {
+pub(crate) fn into_string(value: Msgpack) -> Option<String> {
     match value {
         Msgpack::String(s) => s.into_str(),
         _ => None,
@@ -286,7 +286,7 @@ fn into_string(value: Msgpack) -> Option<String> {
 }
 
 /// Luau numbers are doubles, so ids and counts may arrive as whole floats.
-fn as_u64(value: &Msgpack) -> Option<u64> {
+pub(crate) fn as_u64(value: &Msgpack) -> Option<u64> {
     match value {
         Msgpack::Integer(i) => i.as_u64(),
         Msgpack::F64(f) if f.fract() == 0.0 && *f >= 0.0 && *f < 1.8e19 => Some(*f as u64),
@@ -303,7 +303,7 @@ fn as_i64(value: &Msgpack) -> Option<i64> {
     }
 }
 
-fn as_f64(value: &Msgpack) -> Option<f64> {
+pub(crate) fn as_f64(value: &Msgpack) -> Option<f64> {
     match value {
         Msgpack::Integer(i) => i.as_f64(),
         Msgpack::F64(f) => Some(*f),

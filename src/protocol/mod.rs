@@ -4,6 +4,7 @@
 
 pub mod error;
 pub mod messages;
+pub mod peer;
 pub mod value;
 
 pub use error::{ErrorCode, ToolError};

@@ -26,6 +26,8 @@ pub struct Mcp {
     pub client: RunningService<RoleClient, Recorder>,
     pub recorder: Recorder,
     pub port: u16,
+    /// The process id of the `studio-bridge mcp` child.
+    pub pid: u32,
 }
 
 pub fn binary() -> &'static str {
@@ -42,9 +44,15 @@ impl Mcp {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("spawn studio-bridge mcp");
+        let pid = transport.id().expect("child pid");
         let recorder = Recorder::default();
         let client = recorder.clone().serve(transport).await.expect("MCP initialize");
-        Mcp { client, recorder, port }
+        Mcp {
+            client,
+            recorder,
+            port,
+            pid,
+        }
     }
 
     pub async fn call(&self, tool: &str, args: Json) -> CallToolResult {

@@ -1,0 +1,326 @@
+//! The peer side of `/v1/client`: how a studio-bridge process that is not the host (a
+//! second agent, a CLI command, `mcp --remote`) reaches Studio through the host.
+//!
+//! When the link drops, every call in flight on it fails at once with `host_lost`; none
+//! is re-sent, since the host may already have delivered it to Studio.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use rmpv::Value as Msgpack;
+use tokio::sync::{mpsc, oneshot};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::http::HeaderValue;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::{self, Message};
+use tokio_util::sync::CancellationToken;
+
+use super::peer_server::CLOSE_HOST_SHUTDOWN;
+use super::{Call, CallHooks, Progress, SessionEvent, SessionInfo, Target};
+use crate::protocol::peer::{HostReply, PeerOut, encode};
+use crate::protocol::{ErrorCode, ToolError, value};
+
+/// Extra time a peer waits beyond a call's deadline for the host's own `timeout` answer.
+const DEADLINE_SLACK: Duration = Duration::from_millis(500);
+
+pub struct PeerLink {
+    outbound: mpsc::UnboundedSender<Message>,
+    pending: Mutex<HashMap<u64, Pending>>,
+    subscriptions: Mutex<HashMap<u64, mpsc::UnboundedSender<SessionEvent>>>,
+    next_id: AtomicU64,
+    lost: CancellationToken,
+    closed_cleanly: AtomicBool,
+}
+
+struct Pending {
+    reply: oneshot::Sender<Result<Msgpack, ToolError>>,
+    progress: Option<mpsc::UnboundedSender<Progress>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("the bridge host refused the peer token (401)")]
+    Unauthorized,
+    #[error("cannot connect to the bridge host at {addr}: {reason}")]
+    Failed { addr: String, reason: String },
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+pub fn host_lost() -> ToolError {
+    ToolError::new(
+        ErrorCode::HostLost,
+        "The studio-bridge process hosting the bridge exited while this call was in flight. It was not re-sent (it may have run); another studio-bridge takes over within about 2 s. Check the call's effect, then retry.",
+    )
+}
+
+impl PeerLink {
+    /// Connects to the host at `addr` (`host:port`) with `token`.
+    pub async fn connect(
+        addr: &str,
+        port: u16,
+        token: &str,
+        max_message_bytes: usize,
+    ) -> Result<Arc<PeerLink>, ConnectError> {
+        let failed = |reason: String| ConnectError::Failed {
+            addr: addr.to_owned(),
+            reason,
+        };
+        let mut request = format!("ws://{addr}/v1/client")
+            .into_client_request()
+            .map_err(|e| failed(e.to_string()))?;
+        let headers = request.headers_mut();
+        headers.insert(
+            "authorization",
+            HeaderValue::from_str(&format!("Bearer {token}")).map_err(|e| failed(e.to_string()))?,
+        );
+        // The host accepts only a loopback Host header; a forwarded remote host (a
+        // devcontainer's) is reached under the name the host knows itself by.
+        headers.insert(
+            "host",
+            HeaderValue::from_str(&format!("127.0.0.1:{port}")).map_err(|e| failed(e.to_string()))?,
+        );
+        let config = WebSocketConfig::default()
+            .max_message_size(Some(max_message_bytes + 1024))
+            .max_frame_size(Some(max_message_bytes + 1024));
+        let connected = tokio::time::timeout(
+            Duration::from_secs(3),
+            tokio_tungstenite::connect_async_with_config(request, Some(config), true),
+        )
+        .await
+        .map_err(|_| failed("no answer within 3 s".into()))?;
+        let (socket, _) = match connected {
+            Ok(ok) => ok,
+            Err(tungstenite::Error::Http(response)) if response.status() == 401 => {
+                return Err(ConnectError::Unauthorized);
+            }
+            Err(error) => return Err(failed(error.to_string())),
+        };
+        let (mut sink, mut stream) = socket.split();
+        let (outbound, mut queue) = mpsc::unbounded_channel::<Message>();
+        let link = Arc::new(PeerLink {
+            outbound,
+            pending: Mutex::new(HashMap::new()),
+            subscriptions: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            lost: CancellationToken::new(),
+            closed_cleanly: AtomicBool::new(false),
+        });
+        let writer_lost = link.lost.clone();
+        tokio::spawn(async move {
+            loop {
+                let first = tokio::select! {
+                    () = writer_lost.cancelled() => break,
+                    first = queue.recv() => first,
+                };
+                let Some(first) = first else { break };
+                let mut next = Some(first);
+                while let Some(message) = next {
+                    if sink.feed(message).await.is_err() {
+                        writer_lost.cancel();
+                        return;
+                    }
+                    next = queue.try_recv().ok();
+                }
+                if sink.flush().await.is_err() {
+                    writer_lost.cancel();
+                    return;
+                }
+            }
+            let _ = sink.close().await;
+        });
+        let reader = Arc::clone(&link);
+        tokio::spawn(async move {
+            loop {
+                let message = tokio::select! {
+                    () = reader.lost.cancelled() => break,
+                    message = stream.next() => message,
+                };
+                match message {
+                    Some(Ok(Message::Binary(bytes))) => reader.dispatch(&bytes),
+                    Some(Ok(Message::Close(frame))) => {
+                        let clean = frame.is_some_and(|f| u16::from(f.code) == CLOSE_HOST_SHUTDOWN);
+                        reader.closed_cleanly.store(clean, Ordering::SeqCst);
+                        break;
+                    }
+                    Some(Ok(_)) => {}
+                    Some(Err(_)) | None => break,
+                }
+            }
+            reader.teardown();
+        });
+        Ok(link)
+    }
+
+    /// Fires when the link is gone.
+    pub fn lost(&self) -> CancellationToken {
+        self.lost.clone()
+    }
+
+    /// Whether the host said it was shutting down cleanly (no failover jitter needed).
+    pub fn closed_cleanly(&self) -> bool {
+        self.closed_cleanly.load(Ordering::SeqCst)
+    }
+
+    fn teardown(&self) {
+        self.lost.cancel();
+        let drained: Vec<Pending> = lock(&self.pending).drain().map(|(_, p)| p).collect();
+        for pending in drained {
+            let _ = pending.reply.send(Err(host_lost()));
+        }
+        lock(&self.subscriptions).clear();
+    }
+
+    fn dispatch(&self, bytes: &[u8]) {
+        let Ok(value) = rmpv::decode::read_value(&mut &bytes[..]) else {
+            tracing::warn!("rejected a malformed frame from the bridge host");
+            return;
+        };
+        match HostReply::parse(value) {
+            Ok(HostReply::Result { id, outcome }) => {
+                if let Some(pending) = lock(&self.pending).remove(&id) {
+                    let _ = pending.reply.send(outcome);
+                }
+            }
+            Ok(HostReply::Progress {
+                id,
+                progress,
+                total,
+                message,
+            }) => {
+                if let Some(Pending {
+                    progress: Some(sink), ..
+                }) = lock(&self.pending).get(&id)
+                {
+                    let _ = sink.send(Progress {
+                        progress,
+                        total,
+                        message,
+                    });
+                }
+            }
+            Ok(HostReply::Event {
+                id,
+                session_id,
+                event,
+                data,
+            }) => {
+                let mut subscriptions = lock(&self.subscriptions);
+                if let Some(sink) = subscriptions.get(&id)
+                    && sink
+                        .send(SessionEvent {
+                            session_id,
+                            event,
+                            data: value::to_json(&data),
+                        })
+                        .is_err()
+                {
+                    subscriptions.remove(&id);
+                    drop(subscriptions);
+                    let _ = self
+                        .outbound
+                        .send(Message::Binary(encode(&PeerOut::Cancel { id }).into()));
+                }
+            }
+            Ok(HostReply::Unknown(kind)) => tracing::debug!(%kind, "ignored an unknown host message"),
+            Err(error) => tracing::warn!(%error, "rejected a malformed host message"),
+        }
+    }
+
+    fn request(
+        &self,
+        progress: Option<mpsc::UnboundedSender<Progress>>,
+        message: impl FnOnce(u64) -> Vec<u8>,
+    ) -> Result<(u64, oneshot::Receiver<Result<Msgpack, ToolError>>), ToolError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (reply, receiver) = oneshot::channel();
+        {
+            let mut pending = lock(&self.pending);
+            if self.lost.is_cancelled() {
+                return Err(host_lost());
+            }
+            pending.insert(id, Pending { reply, progress });
+        }
+        if self.outbound.send(Message::Binary(message(id).into())).is_err() {
+            lock(&self.pending).remove(&id);
+            return Err(host_lost());
+        }
+        Ok((id, receiver))
+    }
+
+    pub async fn call(&self, call: Call, hooks: CallHooks) -> Result<Msgpack, ToolError> {
+        let deadline = tokio::time::Instant::now() + call.timeout + DEADLINE_SLACK;
+        let (id, reply) = self.request(hooks.progress.clone(), |id| {
+            encode(&PeerOut::Call {
+                id,
+                // Resolution happens in the host, with its own command table.
+                target: &call.target,
+                action: &call.action,
+                args: &call.args,
+                timeout_ms: u64::try_from(call.timeout.as_millis()).unwrap_or(u64::MAX),
+                plugin_timeout_ms: call
+                    .plugin_timeout
+                    .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+            })
+        })?;
+        tokio::select! {
+            outcome = reply => outcome.unwrap_or_else(|_| Err(host_lost())),
+            () = tokio::time::sleep_until(deadline) => {
+                self.cancel(id);
+                Err(ToolError::new(ErrorCode::Timeout, format!("The bridge host did not answer `{}` within {} ms. Retry; if it persists, restart your agent's studio-bridge.", call.action, call.timeout.as_millis())))
+            }
+            () = hooks.cancel.cancelled() => {
+                self.cancel(id);
+                Err(ToolError::new(ErrorCode::Cancelled, "The call was cancelled by the caller; Studio was asked to stop it."))
+            }
+        }
+    }
+
+    fn cancel(&self, id: u64) {
+        lock(&self.pending).remove(&id);
+        let _ = self
+            .outbound
+            .send(Message::Binary(encode(&PeerOut::Cancel { id }).into()));
+    }
+
+    pub async fn sessions(&self, timeout: Duration) -> Result<Vec<SessionInfo>, ToolError> {
+        let (id, reply) = self.request(None, |id| encode(&PeerOut::Sessions { id }))?;
+        let outcome = match tokio::time::timeout(timeout, reply).await {
+            Ok(outcome) => outcome.unwrap_or_else(|_| Err(host_lost()))?,
+            Err(_) => {
+                self.cancel(id);
+                return Err(ToolError::new(
+                    ErrorCode::Timeout,
+                    "The bridge host did not list its sessions in time; retry.",
+                ));
+            }
+        };
+        let json = value::to_json(&outcome);
+        serde_json::from_value::<SessionList>(json)
+            .map(|list| list.sessions)
+            .map_err(|e| ToolError::new(ErrorCode::PluginError, format!("The bridge host sent an unreadable session list ({e}); are both studio-bridge binaries the same version?")))
+    }
+
+    /// Streams `events` from the sessions `target` names, until the receiver is dropped
+    /// or the link is lost.
+    pub fn subscribe(
+        &self,
+        target: &Target,
+        events: &[String],
+    ) -> Result<mpsc::UnboundedReceiver<SessionEvent>, ToolError> {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let (id, _ack) = self.request(None, |id| encode(&PeerOut::Subscribe { id, target, events }))?;
+        lock(&self.subscriptions).insert(id, sender);
+        Ok(receiver)
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct SessionList {
+    sessions: Vec<SessionInfo>,
+}

@@ -1,0 +1,228 @@
+//! The host's side of `/v1/client`: other studio-bridge processes (a second agent, a CLI
+//! command) call, cancel, list sessions and subscribe through this host. Resolution
+//! happens here, with this host's command table, so every process sees the same
+//! sessions and the same rules.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::extract::ws::{Message, WebSocket};
+use futures_util::StreamExt;
+use rmpv::Value as Msgpack;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::connection::write_loop;
+use super::registry::{Outbound, Registry};
+use super::{Call, CallHooks, Progress, Target};
+use crate::protocol::messages::{Frame, Framing, decode_frame};
+use crate::protocol::peer::{HostOut, PeerRequest, encode};
+use crate::protocol::{Context, value};
+
+/// Close code telling peers the host is shutting down cleanly: they take over at once
+/// instead of waiting out the failover jitter.
+pub const CLOSE_HOST_SHUTDOWN: u16 = 4002;
+
+type Inflight = Arc<Mutex<HashMap<u64, CancellationToken>>>;
+
+pub async fn serve_peer(socket: WebSocket, registry: Arc<Registry>, shutdown: CancellationToken) {
+    let (sink, mut stream) = socket.split();
+    let (outbound, queue) = mpsc::unbounded_channel::<Outbound>();
+    let writer = tokio::spawn(write_loop(sink, queue));
+    let inflight: Inflight = Arc::default();
+    tracing::debug!("peer connected");
+    loop {
+        let message = tokio::select! {
+            () = shutdown.cancelled() => {
+                let _ = outbound.send(Outbound::Close(CLOSE_HOST_SHUTDOWN, "host shutting down"));
+                break;
+            }
+            message = stream.next() => message,
+        };
+        let payload: &[u8] = match &message {
+            Some(Ok(Message::Binary(bytes))) => bytes,
+            Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Text(_))) => continue,
+            Some(Ok(Message::Close(_)) | Err(_)) | None => break,
+        };
+        let request = decode_frame(payload, Framing::Binary, registry.max_message_bytes).and_then(PeerRequest::parse);
+        match request {
+            Ok(request) => handle(request, &registry, &outbound, &inflight),
+            Err(error) => tracing::warn!(%error, "rejected a malformed peer frame"),
+        }
+    }
+    // The peer is gone: nobody will read the answers, so stop what it started.
+    let tokens: Vec<CancellationToken> = inflight
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .drain()
+        .map(|(_, t)| t)
+        .collect();
+    for token in tokens {
+        token.cancel();
+    }
+    drop(outbound);
+    let _ = writer.await;
+    tracing::debug!("peer disconnected");
+}
+
+fn send(outbound: &mpsc::UnboundedSender<Outbound>, message: &HostOut<'_>) {
+    let _ = outbound.send(Outbound::Frame(Frame::Binary(encode(message))));
+}
+
+fn handle(
+    request: PeerRequest,
+    registry: &Arc<Registry>,
+    outbound: &mpsc::UnboundedSender<Outbound>,
+    inflight: &Inflight,
+) {
+    match request {
+        PeerRequest::Call {
+            id,
+            target,
+            action,
+            args,
+            timeout_ms,
+            plugin_timeout_ms,
+        } => {
+            let cancel = CancellationToken::new();
+            inflight
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(id, cancel.clone());
+            let default_context = crate::commands::find(&action).map_or(Context::Edit, |c| c.spec().default_context);
+            let call = Call {
+                target,
+                action,
+                args,
+                default_context,
+                timeout: std::time::Duration::from_millis(timeout_ms),
+                plugin_timeout: plugin_timeout_ms.map(std::time::Duration::from_millis),
+            };
+            let (progress_tx, mut progress_rx) = mpsc::unbounded_channel::<Progress>();
+            let progress_out = outbound.clone();
+            tokio::spawn(async move {
+                while let Some(p) = progress_rx.recv().await {
+                    send(
+                        &progress_out,
+                        &HostOut::Progress {
+                            id,
+                            progress: p.progress,
+                            total: p.total,
+                            message: p.message.as_deref(),
+                        },
+                    );
+                }
+            });
+            let registry = Arc::clone(registry);
+            let outbound = outbound.clone();
+            let inflight = Arc::clone(inflight);
+            tokio::spawn(async move {
+                let outcome = registry
+                    .call(
+                        call,
+                        CallHooks {
+                            progress: Some(progress_tx),
+                            cancel,
+                        },
+                    )
+                    .await;
+                let message = match &outcome {
+                    Ok(result) => HostOut::Result {
+                        id,
+                        ok: true,
+                        result: Some(result),
+                        error: None,
+                    },
+                    Err(error) => HostOut::Result {
+                        id,
+                        ok: false,
+                        result: None,
+                        error: Some(error),
+                    },
+                };
+                send(&outbound, &message);
+                inflight.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+            });
+        }
+        PeerRequest::Cancel { id } => {
+            if let Some(token) = inflight.lock().unwrap_or_else(|p| p.into_inner()).remove(&id) {
+                token.cancel();
+            }
+        }
+        PeerRequest::Sessions { id } => {
+            let sessions = serde_json::json!({ "sessions": registry.sessions() });
+            let result = value::from_json(&sessions);
+            send(
+                outbound,
+                &HostOut::Result {
+                    id,
+                    ok: true,
+                    result: Some(&result),
+                    error: None,
+                },
+            );
+        }
+        PeerRequest::Subscribe { id, target, events } => {
+            let cancel = CancellationToken::new();
+            inflight
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(id, cancel.clone());
+            let mut feed = registry.subscribe_events();
+            let registry = Arc::clone(registry);
+            let outbound = outbound.clone();
+            send(
+                &outbound,
+                &HostOut::Result {
+                    id,
+                    ok: true,
+                    result: Some(&Msgpack::Map(Vec::new())),
+                    error: None,
+                },
+            );
+            tokio::spawn(async move {
+                loop {
+                    let event = tokio::select! {
+                        () = cancel.cancelled() => return,
+                        event = feed.recv() => event,
+                    };
+                    match event {
+                        Ok(event) => {
+                            let wanted = events.is_empty() || events.contains(&event.event);
+                            if wanted && matches_target(&registry, &target, &event.session_id) {
+                                send(
+                                    &outbound,
+                                    &HostOut::Event {
+                                        id,
+                                        session_id: &event.session_id,
+                                        event: &event.event,
+                                        data: &event.data,
+                                    },
+                                );
+                            }
+                        }
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
+                            tracing::warn!(missed, "a subscriber fell behind; events were skipped");
+                        }
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                    }
+                }
+            });
+        }
+        PeerRequest::Unknown(kind) => tracing::debug!(%kind, "ignored an unknown peer message"),
+    }
+}
+
+/// Whether an event from `session_id` is one the subscriber asked for.
+pub(super) fn matches_target(registry: &Registry, target: &Target, session_id: &str) -> bool {
+    if let Some(wanted) = &target.session_id {
+        return wanted == session_id;
+    }
+    if let Some(instance) = &target.instance_id {
+        return registry
+            .sessions()
+            .iter()
+            .any(|s| s.session_id == session_id && &s.instance_id == instance);
+    }
+    true
+}

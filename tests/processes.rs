@@ -1,0 +1,285 @@
+//! Processes together (TESTING.md layer 4): several real `studio-bridge` processes on one
+//! port, one host and its peers, the host killed mid-call, and the rules on who may join.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use rmpv::Value;
+use serde_json::json;
+use support::fake_plugin::{FakePlugin, Identity, Reply, handler, studio_like};
+use support::free_port;
+use support::mcp_client::{Mcp, binary};
+
+/// Whether something answers `/v1/health` on `port` as a studio-bridge host.
+fn host_is_up(port: u16) -> bool {
+    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+    let request = format!("GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n");
+    if stream.write_all(request.as_bytes()).is_err() {
+        return false;
+    }
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    response.contains("studio-bridge")
+}
+
+fn exec_counting(counter: &'static str) -> support::fake_plugin::Handler {
+    handler(move |action, args| match action {
+        "exec" if args["script"].as_str() == Some("slow") => {
+            Reply::After(Duration::from_secs(5), Box::new(Reply::Ok(Value::from(counter))))
+        }
+        _ => studio_like()(action, args),
+    })
+}
+
+#[tokio::test]
+async fn three_mcp_processes_and_a_cli_command_share_one_bridge() {
+    let port = free_port();
+    let first = Mcp::spawn(port, &[]).await;
+    let plugin = FakePlugin::connect(port, Identity::edit("A"), studio_like()).await;
+    let second = Mcp::spawn(port, &[]).await;
+    let third = Mcp::spawn(port, &[]).await;
+    let plugin_b = FakePlugin::connect(port, Identity::edit("B"), studio_like()).await;
+
+    for mcp in [&first, &second, &third] {
+        let sessions = mcp.ok("studio_sessions", json!({})).await;
+        let ids: Vec<&str> = sessions["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["sessionId"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, ["A-edit", "B-edit"], "every process lists the same sessions");
+        let result = mcp
+            .ok("studio_exec", json!({"script": "return 1", "sessionId": "A-edit"}))
+            .await;
+        assert_eq!(result["success"], true);
+    }
+    // Resolution happens in the host: a peer gets the same ambiguity error with the list.
+    let error = second.err("studio_state", json!({})).await;
+    assert_eq!(error["code"], "ambiguous_instance");
+    assert_eq!(error["details"]["sessions"].as_array().unwrap().len(), 2);
+
+    let output = tokio::process::Command::new(binary())
+        .args([
+            "exec",
+            "--port",
+            &port.to_string(),
+            "--session",
+            "B-edit",
+            "return 1",
+            "--json",
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let printed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(printed["success"], true);
+
+    let log = plugin.log();
+    assert_eq!(log.requests.len(), 3, "each call reached Studio exactly once");
+    let ids: std::collections::HashSet<u64> = log.requests.iter().map(|r| r.id).collect();
+    assert_eq!(ids.len(), 3);
+    assert_eq!(plugin_b.log().requests.len(), 1);
+    // The CLI command was a peer: the host is still the first process.
+    assert!(host_is_up(port));
+}
+
+#[tokio::test]
+async fn when_the_host_is_killed_a_survivor_takes_over_and_nothing_runs_twice() {
+    let port = free_port();
+    let host = Mcp::spawn(port, &[]).await;
+    let plugin = FakePlugin::connect(port, Identity::edit("A"), exec_counting("done")).await;
+    let survivor = Mcp::spawn(port, &[]).await;
+    let other = Mcp::spawn(port, &[]).await;
+    survivor.ok("studio_state", json!({})).await;
+
+    // A slow call from a peer is in flight through the host when the host dies.
+    let slow = survivor.call("studio_exec", json!({"script": "slow"}));
+    let kill = async {
+        plugin
+            .wait("the slow request", Duration::from_secs(5), |log| {
+                log.requests.iter().any(|r| r.args["script"].as_str() == Some("slow"))
+            })
+            .await;
+        let pid = host.pid;
+        let killed_at = Instant::now();
+        // SIGKILL: no chance to say goodbye.
+        let status = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        killed_at
+    };
+    let (result, killed_at) = tokio::join!(slow, kill);
+    let lost_after = killed_at.elapsed();
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    let error = &result.structured_content.as_ref().unwrap()["error"];
+    assert_eq!(error["code"], "host_lost", "{error}");
+    assert!(lost_after < Duration::from_secs(1), "host_lost took {lost_after:?}");
+
+    // A survivor binds the port within 2 s.
+    support::wait_for("a new host", Duration::from_secs(2), || host_is_up(port)).await;
+    // The plugin reconnects by itself and every survivor is served again.
+    plugin
+        .wait("the plugin's reconnect", Duration::from_secs(5), |log| {
+            log.welcomes >= 2
+        })
+        .await;
+    for mcp in [&survivor, &other] {
+        let state = mcp.ok("studio_state", json!({})).await;
+        assert_eq!(state["state"], "Edit");
+    }
+    let next_call_at = killed_at.elapsed();
+    eprintln!("failover: host killed → next successful call from a survivor in {next_call_at:?}");
+    let log = plugin.log();
+    let slow_runs = log
+        .requests
+        .iter()
+        .filter(|r| r.args["script"].as_str() == Some("slow"))
+        .count();
+    assert_eq!(slow_runs, 1, "the lost call was not re-sent");
+}
+
+#[tokio::test]
+async fn a_clean_host_exit_hands_over_at_once() {
+    let port = free_port();
+    let host = Mcp::spawn(port, &[]).await;
+    let plugin = FakePlugin::connect(port, Identity::edit("A"), studio_like()).await;
+    let peer = Mcp::spawn(port, &[]).await;
+    peer.ok("studio_state", json!({})).await;
+    let closed_at = Instant::now();
+    host.client.cancel().await.unwrap();
+    plugin
+        .wait("the plugin's reconnect", Duration::from_secs(5), |log| {
+            log.welcomes >= 2
+        })
+        .await;
+    let state = peer.ok("studio_state", json!({})).await;
+    assert_eq!(state["state"], "Edit");
+    assert!(
+        closed_at.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        closed_at.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn peers_need_the_token_and_a_loopback_origin() {
+    let port = free_port();
+    let _host = Mcp::spawn(port, &[]).await;
+    let token_path = studio_bridge::bridge::token::token_path(port);
+    let token = std::fs::read_to_string(&token_path).expect("the host wrote its token");
+    assert_eq!(token.trim().len(), 64);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        assert_eq!(
+            std::fs::metadata(&token_path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
+    let upgrade = move |extra: Vec<String>| {
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        let mut request = format!(
+            "GET /v1/client HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+        );
+        for header in extra {
+            request.push_str(&header);
+            request.push_str("\r\n");
+        }
+        request.push_str("\r\n");
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut buffer = [0u8; 256];
+        let n = stream.read(&mut buffer).unwrap_or(0);
+        String::from_utf8_lossy(&buffer[..n])
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let token = token.trim().to_owned();
+    let cases = vec![
+        (vec![], "401"),
+        (vec!["Authorization: Bearer 0000".to_string()], "401"),
+        (
+            vec![
+                format!("Authorization: Bearer {token}"),
+                "Origin: https://evil.example".into(),
+            ],
+            "403",
+        ),
+        (vec![format!("Authorization: Bearer {token}")], "101"),
+    ];
+    for (headers, expected) in cases {
+        let shown = format!("{headers:?}");
+        let status = tokio::task::spawn_blocking(move || upgrade(headers)).await.unwrap();
+        assert!(status.contains(expected), "{shown}: {status}");
+    }
+}
+
+#[tokio::test]
+async fn mcp_exits_on_stdin_eof_as_host_and_as_peer() {
+    let port = free_port();
+    let spawn = || {
+        std::process::Command::new(binary())
+            .args(["mcp", "--port", &port.to_string()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut host = spawn();
+    support::wait_for("the host", Duration::from_secs(5), || host_is_up(port)).await;
+    let mut peer = spawn();
+    // Give the peer time to join, then close both stdins.
+    let mcp = Mcp::spawn(port, &[]).await;
+    mcp.ok("studio_sessions", json!({})).await;
+    for child in [&mut peer, &mut host] {
+        drop(child.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            assert!(Instant::now() < deadline, "studio-bridge mcp did not exit on stdin EOF");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+#[tokio::test]
+async fn another_program_on_the_port_gets_a_clear_error() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().take(4).flatten() {
+            let _ = stream.write_all(b"SSH-2.0-OpenSSH_9.2\r\n");
+        }
+    });
+    let output = tokio::time::timeout(
+        Duration::from_secs(10),
+        tokio::process::Command::new(binary())
+            .args(["mcp", "--port", &port.to_string()])
+            .stdin(Stdio::null())
+            .output(),
+    )
+    .await
+    .expect("exits promptly")
+    .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&port.to_string()) && stderr.contains("--port") && stderr.contains("another program"),
+        "{stderr}"
+    );
+}
