@@ -9,4 +9,5 @@ pub mod cli;
 pub mod commands;
 pub mod image;
 pub mod mcp;
+pub mod plugin_install;
 pub mod protocol;

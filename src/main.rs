@@ -7,6 +7,7 @@ use tracing_subscriber::EnvFilter;
 
 use studio_bridge::bridge::{self, Mode};
 use studio_bridge::cli::{self, HostOptions};
+use studio_bridge::plugin_install::{self, Installed};
 use studio_bridge::{mcp, protocol};
 
 fn main() -> ExitCode {
@@ -35,15 +36,26 @@ fn main() -> ExitCode {
     };
     runtime.block_on(async {
         match name {
-            "mcp" => report(
-                run_mcp(
-                    &options,
-                    sub.get_one::<String>("remote").map(String::as_str),
-                    sub.get_one::<std::path::PathBuf>("token-file").map(|p| p.as_path()),
+            "mcp" => {
+                if !sub.get_flag("no-install-plugin") && sub.get_one::<String>("remote").is_none() {
+                    plugin_install::install_at_start();
+                }
+                report(
+                    run_mcp(
+                        &options,
+                        sub.get_one::<String>("remote").map(String::as_str),
+                        sub.get_one::<std::path::PathBuf>("token-file").map(|p| p.as_path()),
+                    )
+                    .await,
                 )
-                .await,
-            ),
-            "serve" => report(run_serve(&options).await),
+            }
+            "serve" => {
+                if !sub.get_flag("no-install-plugin") {
+                    plugin_install::install_at_start();
+                }
+                report(run_serve(&options).await)
+            }
+            "install-plugin" => report(run_install_plugin(sub.get_one::<std::path::PathBuf>("out"))),
             command => cli::run_command(command, sub, &options).await,
         }
     })
@@ -121,6 +133,27 @@ async fn run_serve(options: &HostOptions) -> anyhow::Result<()> {
     );
     shutdown_signal().await;
     running.shutdown().await;
+    Ok(())
+}
+
+fn run_install_plugin(out: Option<&std::path::PathBuf>) -> anyhow::Result<()> {
+    let file = match out {
+        Some(out) => plugin_install::target_file(out),
+        None => plugin_install::studio_plugins_dir()
+            .map_err(|reason| {
+                anyhow::anyhow!(
+                    "cannot find Roblox Studio's plugins folder ({reason}). Pass --out <folder> (on Windows: %LOCALAPPDATA%\\Roblox\\Plugins; on macOS: ~/Documents/Roblox/Plugins), or set ROBLOX_STUDIO_PATH."
+                )
+            })?
+            .join(plugin_install::PLUGIN_FILE_NAME),
+    };
+    match plugin_install::install(&file).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", file.display()))? {
+        Installed::Written(path) => eprintln!(
+            "installed the studio-bridge plugin at {} (restart Studio to load it)",
+            path.display()
+        ),
+        Installed::UpToDate(path) => eprintln!("the studio-bridge plugin at {} is up to date", path.display()),
+    }
     Ok(())
 }
 

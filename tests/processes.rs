@@ -231,7 +231,7 @@ async fn mcp_exits_on_stdin_eof_as_host_and_as_peer() {
     let port = free_port();
     let spawn = || {
         std::process::Command::new(binary())
-            .args(["mcp", "--port", &port.to_string()])
+            .args(["mcp", "--port", &port.to_string(), "--no-install-plugin"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -93,6 +93,7 @@ pub fn command() -> clap::Command {
                         .value_name("HOST:PORT")
                         .help("Use the bridge host at HOST:PORT (e.g. from a devcontainer); never host here"),
                 )
+                .arg(no_install_plugin())
                 .arg(
                     Arg::new("token-file")
                         .long("token-file")
@@ -100,11 +101,32 @@ pub fn command() -> clap::Command {
                         .help("With --remote: file holding the host's peer token (else STUDIO_BRIDGE_TOKEN)"),
                 ),
         )
-        .subcommand(clap::Command::new("serve").about("Run the bridge host in the foreground, with status on stderr"));
+        .subcommand(
+            clap::Command::new("serve")
+                .about("Run the bridge host in the foreground, with status on stderr")
+                .arg(no_install_plugin()),
+        )
+        .subcommand(
+            clap::Command::new("install-plugin")
+                .about("Install the Studio plugin into Studio's plugins folder (or --out PATH)")
+                .arg(
+                    Arg::new("out")
+                        .long("out")
+                        .value_parser(clap::value_parser!(PathBuf))
+                        .help("Write the plugin here (a folder, or a .rbxm file) instead of Studio's plugins folder"),
+                ),
+        );
     for command in commands::ALL {
         root = root.subcommand(subcommand_for(*command));
     }
     root
+}
+
+fn no_install_plugin() -> Arg {
+    Arg::new("no-install-plugin")
+        .long("no-install-plugin")
+        .action(ArgAction::SetTrue)
+        .help("Do not install or update the Studio plugin at start")
 }
 
 fn subcommand_for(command: &dyn DynCommand) -> clap::Command {

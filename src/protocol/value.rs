@@ -303,4 +303,29 @@ mod tests {
             assert_eq!(to_json(&from_json(&agent_view)), agent_view, "{kind} round trip");
         }
     }
+
+    /// The vectors the plugin's Luau msgpack is tested against (made by an independent
+    /// encoder): what the plugin sends, the host reads as the JSON each vector names.
+    #[test]
+    fn shared_msgpack_vectors_decode_to_their_json() {
+        let text = include_str!("../../plugin/tests/vectors/msgpack.json");
+        let vectors: Vec<Json> = serde_json::from_str(text).unwrap();
+        assert!(vectors.len() > 40);
+        for vector in vectors {
+            let name = vector["name"].as_str().unwrap();
+            let hex = vector["hex"].as_str().unwrap();
+            let bytes: Vec<u8> = (0..hex.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+                .collect();
+            let decoded = rmpv::decode::read_value(&mut &bytes[..]).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let expected = &vector["json"];
+            let actual = to_json(&decoded);
+            let same = match (expected.as_f64(), actual.as_f64()) {
+                (Some(a), Some(b)) => a == b,
+                _ => &actual == expected,
+            };
+            assert!(same, "{name}: decoded {actual}, vector says {expected}");
+        }
+    }
 }

@@ -35,10 +35,16 @@ pub fn binary() -> &'static str {
 }
 
 impl Mcp {
-    /// Spawns `studio-bridge mcp --port <port> <extra…>` and initializes.
+    /// Spawns `studio-bridge mcp --port <port> --no-install-plugin <extra…>` and initializes.
     pub async fn spawn(port: u16, extra: &[&str]) -> Mcp {
         let mut command = Command::new(binary());
-        command.arg("mcp").arg("--port").arg(port.to_string()).args(extra);
+        // Tests never touch a real Studio's plugins folder.
+        command
+            .arg("mcp")
+            .arg("--port")
+            .arg(port.to_string())
+            .arg("--no-install-plugin")
+            .args(extra);
         command.env("STUDIO_BRIDGE_LOG", "warn");
         let (transport, _stderr) = TokioChildProcess::builder(command)
             .stderr(Stdio::inherit())

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod fake_plugin;
+pub mod lune;
 pub mod mcp_client;
 
 use std::time::{Duration, Instant};

@@ -1,0 +1,95 @@
+//! Finding Lune (the Luau runtime that runs the real plugin headlessly) and running the
+//! headless Studio harness in `tests/lune/`.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio::sync::mpsc;
+
+/// The Lune binary: `$LUNE`, else `lune` on PATH, else where `.ci/run` installs it.
+pub fn lune() -> PathBuf {
+    if let Some(path) = std::env::var_os("LUNE") {
+        return PathBuf::from(path);
+    }
+    if let Some(paths) = std::env::var_os("PATH") {
+        for dir in std::env::split_paths(&paths) {
+            let candidate = dir.join("lune");
+            if candidate.is_file() {
+                return candidate;
+            }
+        }
+    }
+    let cached = dirs_home().join(".cache/studio-bridge-tools/bin/lune");
+    assert!(
+        cached.is_file(),
+        "Lune 0.11.1 is needed for the plugin tests: `bash .ci/run` installs it, or `cargo install lune --locked --version 0.11.1`, or set LUNE=/path/to/lune"
+    );
+    cached
+}
+
+fn dirs_home() -> PathBuf {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/root"))
+}
+
+pub fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A headless Studio running the real plugin: `lune run tests/lune/studio.luau`.
+pub struct HeadlessStudio {
+    pub child: Child,
+    lines: mpsc::UnboundedReceiver<String>,
+}
+
+impl HeadlessStudio {
+    /// Starts the harness with the plugin from `rbxm`, in `context` (`edit` or `play`).
+    pub fn start(port: u16, rbxm: &Path, context: &str) -> HeadlessStudio {
+        let mut child = Command::new(lune())
+            .current_dir(repo())
+            .args([
+                "run",
+                "tests/lune/studio.luau",
+                "--",
+                "--port",
+                &port.to_string(),
+                "--context",
+                context,
+            ])
+            .arg("--rbxm")
+            .arg(rbxm)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start lune");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (sender, lines) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            let mut reader = BufReader::new(stdout).lines();
+            while let Ok(Some(line)) = reader.next_line().await {
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        HeadlessStudio { child, lines }
+    }
+
+    /// Waits for a harness line containing `needle`.
+    pub async fn wait_for_line(&mut self, needle: &str, timeout: Duration) -> String {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            match tokio::time::timeout_at(deadline, self.lines.recv()).await {
+                Ok(Some(line)) if line.contains(needle) => return line,
+                Ok(Some(_)) => {}
+                Ok(None) => panic!("the headless Studio exited before printing {needle:?}"),
+                Err(_) => panic!("the headless Studio did not print {needle:?} within {timeout:?}"),
+            }
+        }
+    }
+}
