@@ -283,3 +283,92 @@ async fn another_program_on_the_port_gets_a_clear_error() {
         "{stderr}"
     );
 }
+
+#[tokio::test]
+async fn mcp_remote_joins_a_host_with_its_token_and_never_hosts() {
+    let port = free_port();
+    let _host = Mcp::spawn(port, &[]).await;
+    let plugin = FakePlugin::connect(port, Identity::edit("A"), studio_like()).await;
+    let token_file = studio_bridge::bridge::token::token_path(port);
+    let token_arg = token_file.to_str().unwrap().to_owned();
+    let remote = Mcp::spawn(
+        free_port(),
+        &["--remote", &format!("127.0.0.1:{port}"), "--token-file", &token_arg],
+    )
+    .await;
+    let sessions = remote.ok("studio_sessions", json!({})).await;
+    assert_eq!(sessions["sessions"][0]["sessionId"], "A-edit");
+    remote.ok("studio_exec", json!({"script": "return 1"})).await;
+    assert_eq!(plugin.log().requests.len(), 1);
+
+    // Without a token it says how to get one.
+    let output = tokio::process::Command::new(binary())
+        .args(["mcp", "--remote", &format!("127.0.0.1:{port}")])
+        .env_remove("STUDIO_BRIDGE_TOKEN")
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--token-file") && stderr.contains("STUDIO_BRIDGE_TOKEN"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn logs_follow_streams_log_events_through_the_host() {
+    let port = free_port();
+    let _host = Mcp::spawn(port, &[]).await;
+    let plugin = FakePlugin::connect(
+        port,
+        Identity::edit("A"),
+        handler(|action, args| match action {
+            "logs" => Reply::Ok(support::fake_plugin::value_map(vec![
+                ("entries", Value::Array(vec![])),
+                ("total", 0.into()),
+                ("bufferCapacity", 10000.into()),
+                ("nextSince", 0.into()),
+            ])),
+            _ => studio_like()(action, args),
+        }),
+    )
+    .await;
+    let mut follower = tokio::process::Command::new(binary())
+        .args(["logs", "--port", &port.to_string(), "--follow"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stdout = follower.stdout.take().unwrap();
+    let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stdout));
+    // The follower has subscribed once its logs call reached the plugin.
+    plugin
+        .wait("the follower's logs call", Duration::from_secs(10), |log| {
+            log.requests.iter().any(|r| r.action == "logs")
+        })
+        .await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let mut seq = 0;
+    let line = loop {
+        seq += 1;
+        plugin.send_event(
+            "log",
+            support::fake_plugin::value_map(vec![
+                ("seq", seq.into()),
+                ("level", "Warning".into()),
+                ("body", "streamed line".into()),
+                ("timestamp", 0.into()),
+            ]),
+        );
+        match tokio::time::timeout(Duration::from_millis(500), lines.next_line()).await {
+            Ok(Ok(Some(line))) if line.contains("streamed line") => break line,
+            Ok(Ok(Some(_))) | Err(_) => assert!(tokio::time::Instant::now() < deadline, "no streamed line"),
+            Ok(other) => panic!("the follower ended: {other:?}"),
+        }
+    };
+    assert_eq!(line, "[Warning] streamed line");
+    let _ = follower.kill().await;
+}

@@ -181,6 +181,17 @@ fn subcommand_for(command: &dyn DynCommand) -> clap::Command {
                     .help("DataModel during Play: edit, server or client"),
             );
     }
+    if let Some(event) = spec.follow_event {
+        sub = sub.arg(
+            Arg::new("follow")
+                .long("follow")
+                .short('f')
+                .action(ArgAction::SetTrue)
+                .help(format!(
+                    "After the result, keep printing new `{event}` events until interrupted"
+                )),
+        );
+    }
     sub.arg(
         Arg::new("json")
             .long("json")

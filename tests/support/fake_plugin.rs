@@ -111,6 +111,8 @@ struct Shared {
     log: Mutex<Log>,
     changed: Notify,
     stop: CancellationToken,
+    /// The live connection's control channel, for events sent by the test.
+    current: Mutex<Option<mpsc::UnboundedSender<Control>>>,
 }
 
 pub struct FakePlugin {
@@ -137,6 +139,7 @@ impl FakePlugin {
             log: Mutex::new(Log::default()),
             changed: Notify::new(),
             stop: CancellationToken::new(),
+            current: Mutex::new(None),
         });
         let task = tokio::spawn(run(Arc::clone(&shared)));
         FakePlugin { shared, task }
@@ -169,6 +172,14 @@ impl FakePlugin {
                 );
             }
         }
+    }
+
+    /// Sends an `event` (e.g. `log` with `{seq, level, body, timestamp}`) on the live
+    /// connection, as the plugin does when Studio prints.
+    pub fn send_event(&self, event: &str, data: Value) {
+        let message = map(vec![("t", "event".into()), ("event", event.into()), ("data", data)]);
+        let sender = self.shared.current.lock().unwrap().clone().expect("connected");
+        let _ = sender.send(Control::Send(encode(&message, self.shared.identity.framing)));
     }
 
     /// Stops for good, closing the connection.
@@ -277,6 +288,7 @@ async fn serve(
         return Some(Duration::from_millis(50));
     }
     let (control_tx, mut control) = mpsc::unbounded_channel::<Control>();
+    *shared.current.lock().unwrap() = Some(control_tx.clone());
     loop {
         tokio::select! {
             () = shared.stop.cancelled() => {
