@@ -6,7 +6,12 @@ mod support;
 use support::lune::{lune, repo};
 
 fn run_specs(extra: &[&str]) -> (u32, u32, String) {
-    let output = std::process::Command::new(lune())
+    let lune = lune();
+    // The Play spec starts a second Lune (the headless Studio) by name.
+    let mut path = vec![lune.parent().unwrap().to_path_buf()];
+    path.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
+    let output = std::process::Command::new(&lune)
+        .env("PATH", std::env::join_paths(path).unwrap())
         .current_dir(repo())
         .args(["run", "tests/lune/run-specs.luau", "--"])
         .args(extra)

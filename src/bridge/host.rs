@@ -36,6 +36,10 @@ pub struct Host {
     pub registry: Arc<Registry>,
     pub addr: SocketAddr,
     token_path: PathBuf,
+    token: Arc<str>,
+    /// Stops accepting connections.
+    stop_accepting: CancellationToken,
+    /// Closes the open plugin and peer connections.
     shutdown: CancellationToken,
     connections: TaskTracker,
     task: tokio::task::JoinHandle<()>,
@@ -87,16 +91,18 @@ impl Host {
                 source,
             })?;
         let registry = Registry::new(addr.port(), config.max_message_bytes);
+        let token: Arc<str> = token.into();
         let shutdown = CancellationToken::new();
+        let stop_accepting = CancellationToken::new();
         let connections = TaskTracker::new();
         let state = AppState {
             registry: Arc::clone(&registry),
-            token: token.into(),
+            token: Arc::clone(&token),
             shutdown: shutdown.clone(),
             connections: connections.clone(),
         };
         let app = router(state);
-        let stop = shutdown.clone();
+        let stop = stop_accepting.clone();
         let task = tokio::spawn(async move {
             let served = axum::serve(listener, app)
                 .with_graceful_shutdown(stop.cancelled_owned())
@@ -110,21 +116,26 @@ impl Host {
             registry,
             addr,
             token_path,
+            token,
+            stop_accepting,
             shutdown,
             connections,
             task,
         })
     }
 
-    /// Stops cleanly: peers are told (close 4002) so that one takes over at once, the
-    /// listener closes, and the token file is removed.
+    /// Stops cleanly: the listener closes first (so the port is free), then peers are
+    /// told (close 4002) so that one takes over at once without jitter, and the token
+    /// file is removed unless a successor has already replaced it.
     pub async fn shutdown(self) {
+        self.stop_accepting.cancel();
+        let _ = tokio::time::timeout(Duration::from_millis(500), self.task).await;
         self.shutdown.cancel();
         self.connections.close();
         let _ = tokio::time::timeout(Duration::from_millis(500), self.connections.wait()).await;
-        let _ = tokio::time::timeout(Duration::from_millis(500), self.task).await;
-        // Only remove the token if it is still ours (a successor may have written its own).
-        let _ = std::fs::remove_file(&self.token_path);
+        if token::read(&self.token_path).as_deref() == Some(&*self.token) {
+            let _ = std::fs::remove_file(&self.token_path);
+        }
     }
 }
 

@@ -182,6 +182,25 @@ impl Registry {
         lock(&self.sessions).len()
     }
 
+    /// The session list, waiting (until `deadline` at most) through the startup grace
+    /// when it is empty: an agent's first `studio_sessions`, sent the moment its MCP server
+    /// starts, must not report "no Studio" while the plugins are still reconnecting.
+    pub async fn sessions_after_startup(&self, deadline: tokio::time::Instant) -> Vec<SessionInfo> {
+        let grace_end = tokio::time::Instant::from_std(self.started + self.startup_grace);
+        let mut changes = self.changed.subscribe();
+        loop {
+            changes.mark_unchanged();
+            let sessions = self.sessions();
+            if !sessions.is_empty() || tokio::time::Instant::now() >= grace_end.min(deadline) {
+                return sessions;
+            }
+            tokio::select! {
+                changed = changes.changed() => if changed.is_err() { return sessions },
+                () = tokio::time::sleep_until(grace_end.min(deadline)) => {}
+            }
+        }
+    }
+
     pub fn sessions(&self) -> Vec<SessionInfo> {
         let now = Instant::now();
         lock(&self.sessions)
@@ -523,6 +542,35 @@ mod tests {
         })
         .await
         .expect("removed within the grace");
+    }
+
+    #[tokio::test]
+    async fn an_empty_session_list_waits_out_the_startup_grace_for_a_first_hello() {
+        let registry = Registry::with_graces(0, Duration::from_secs(10), Duration::from_secs(3));
+        let waiting = Arc::clone(&registry);
+        let listed = tokio::spawn(async move {
+            waiting
+                .sessions_after_startup(tokio::time::Instant::now() + Duration::from_secs(2))
+                .await
+        });
+        tokio::task::yield_now().await;
+        let (tx, _rx) = mpsc::unbounded_channel();
+        registry.connect(hello("s1"), Link::new(Framing::Binary, tx));
+        let sessions = tokio::time::timeout(Duration::from_secs(1), listed)
+            .await
+            .expect("answers on hello")
+            .unwrap();
+        assert_eq!(sessions.len(), 1);
+        // Past the grace, an empty list is answered at once.
+        let registry = Registry::with_graces(0, Duration::from_secs(10), Duration::ZERO);
+        let started = Instant::now();
+        assert!(
+            registry
+                .sessions_after_startup(tokio::time::Instant::now() + Duration::from_secs(2))
+                .await
+                .is_empty()
+        );
+        assert!(started.elapsed() < Duration::from_millis(500));
     }
 
     #[tokio::test]
