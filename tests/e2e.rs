@@ -501,23 +501,31 @@ async fn garbage_frames_are_rejected_without_dropping_the_session() {
     assert_eq!(state["state"], "Edit");
 }
 
+/// Starts a bridge that accepts 1 MiB messages and a plugin that answers with `bytes`
+/// of binary; returns the error of a call and the plugin.
+async fn answer_with(bytes: usize) -> (serde_json::Value, FakePlugin, Mcp) {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &["--max-message-mib", "1"]).await;
+    let identity = Identity {
+        framing: Framing::Binary,
+        ..Identity::edit("A")
+    };
+    let plugin = FakePlugin::connect(
+        port,
+        identity,
+        handler(move |_, _| Reply::Ok(Value::Binary(vec![7u8; bytes]))),
+    )
+    .await;
+    let error = mcp.err("studio_state", json!({})).await;
+    (error, plugin, mcp)
+}
+
 /// A message over the decoded limit (but within the WebSocket frame limit, which allows
 /// for base64) is refused by the host's own check: the call fails with
 /// `message_too_large` and the plugin is told why with close code 1009.
 #[tokio::test]
 async fn an_oversized_message_fails_the_call_with_message_too_large() {
-    let port = free_port();
-    let mcp = Mcp::spawn(port, &["--max-message-mib", "1"]).await;
-    let plugin = FakePlugin::connect(
-        port,
-        Identity {
-            framing: Framing::Binary,
-            ..Identity::edit("A")
-        },
-        handler(|_, _| Reply::Ok(Value::Binary(vec![7u8; 1200 * 1024]))),
-    )
-    .await;
-    let error = mcp.err("studio_state", json!({})).await;
+    let (error, plugin, _mcp) = answer_with(1200 * 1024).await;
     assert_eq!(error["code"], "message_too_large");
     assert!(error["message"].as_str().unwrap().contains("--max-message-mib"));
     plugin
@@ -531,18 +539,7 @@ async fn an_oversized_message_fails_the_call_with_message_too_large() {
 /// still fails with `message_too_large`, not a generic loss.
 #[tokio::test]
 async fn a_frame_over_the_socket_limit_also_fails_with_message_too_large() {
-    let port = free_port();
-    let mcp = Mcp::spawn(port, &["--max-message-mib", "1"]).await;
-    let _plugin = FakePlugin::connect(
-        port,
-        Identity {
-            framing: Framing::Binary,
-            ..Identity::edit("A")
-        },
-        handler(|_, _| Reply::Ok(Value::Binary(vec![7u8; 3 * 1024 * 1024]))),
-    )
-    .await;
-    let error = mcp.err("studio_state", json!({})).await;
+    let (error, _plugin, _mcp) = answer_with(3 * 1024 * 1024).await;
     assert_eq!(error["code"], "message_too_large");
 }
 

@@ -71,36 +71,34 @@ impl Mcp {
             .unwrap_or_else(|e| panic!("{tool} failed at the protocol level: {e}"))
     }
 
-    /// Calls a tool that must succeed; returns its structured content, checking that
-    /// the text block carries the same JSON.
+    /// Calls a tool that must succeed; returns its structured content.
     pub async fn ok(&self, tool: &str, args: Json) -> Json {
         let result = self.call(tool, args).await;
         assert_ne!(result.is_error, Some(true), "{tool} failed: {result:?}");
-        let structured = result.structured_content.clone().expect("structuredContent");
-        let text = result
-            .content
-            .iter()
-            .find_map(|c| c.as_text().map(|t| t.text.clone()))
-            .expect("a text block");
-        assert_eq!(
-            serde_json::from_str::<Json>(&text).unwrap(),
-            structured,
-            "text and structuredContent differ"
-        );
-        structured
+        structured(&result)
     }
 
     /// Calls a tool that must fail with a tool error; returns `error`.
     pub async fn err(&self, tool: &str, args: Json) -> Json {
         let result = self.call(tool, args).await;
         assert_eq!(result.is_error, Some(true), "{tool} should have failed: {result:?}");
-        let structured = result.structured_content.clone().expect("structuredContent");
-        let text = result
-            .content
-            .iter()
-            .find_map(|c| c.as_text().map(|t| t.text.clone()))
-            .expect("a text block");
-        assert_eq!(serde_json::from_str::<Json>(&text).unwrap(), structured);
-        structured["error"].clone()
+        structured(&result)["error"].clone()
     }
+}
+
+/// The structured content of a result, checking that its text block carries the same
+/// JSON (some clients show the model only one of the two).
+fn structured(result: &CallToolResult) -> Json {
+    let structured = result.structured_content.clone().expect("structuredContent");
+    let text = result
+        .content
+        .iter()
+        .find_map(|c| c.as_text().map(|t| t.text.clone()))
+        .expect("a text block");
+    assert_eq!(
+        serde_json::from_str::<Json>(&text).unwrap(),
+        structured,
+        "text and structuredContent differ"
+    );
+    structured
 }
