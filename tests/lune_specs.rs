@@ -5,7 +5,11 @@ mod support;
 
 use support::lune::{lune, repo};
 
+/// The spec runs open fake hosts on ports of their own picking: one run at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn run_specs(extra: &[&str]) -> (u32, u32, String) {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let lune = lune();
     // The Play spec starts a second Lune (the headless Studio) by name.
     let mut path = vec![lune.parent().unwrap().to_path_buf()];
