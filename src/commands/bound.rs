@@ -9,21 +9,30 @@ use serde_json::{Map, Value as Json};
 const MARKER_ROOM: usize = 512;
 
 pub fn bound(mut value: Json, limit: usize, hint: &str) -> Json {
-    let size = json_len(&value);
+    let mut survey = Survey::of(&value);
+    let size = survey.size;
     if size <= limit {
         return value;
     }
     let budget = limit.saturating_sub(MARKER_ROOM + hint.len());
     let mut excess = size.saturating_sub(budget);
+    let mut cut_off = Vec::new();
     // Cut the largest arrays first, at whole entries, from the end.
     while excess > 0 {
-        let Some(array) = largest_array(&mut value) else { break };
-        let removed = cut_array(array, excess);
+        let Some(largest) = survey.largest.take() else { break };
+        let Some(array) = array_at(&mut value, &largest.path) else {
+            break;
+        };
+        let removed = cut_array(array, &largest.entry_sizes, excess, &mut cut_off);
         if removed == 0 {
             break;
         }
         excess = excess.saturating_sub(removed);
+        if excess > 0 {
+            survey = Survey::of(&value);
+        }
     }
+    drop_later(cut_off, size.saturating_sub(budget).saturating_sub(excess));
     // What is left is one long string (an exec return, a log line): shorten it.
     while excess > 0 {
         let Some(text) = longest_string(&mut value) else { break };
@@ -61,61 +70,195 @@ fn mark(value: Json, size: usize, limit: usize, hint: &str) -> Json {
     }
 }
 
-fn json_len(value: &Json) -> usize {
-    struct Counter(usize);
-    impl std::io::Write for Counter {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut counter = Counter(0);
-    let _ = serde_json::to_writer(&mut counter, value);
-    counter.0
+/// What one walk over a value finds: its size as compact JSON (computed, not
+/// serialized) and its largest array. A result of megabytes is a tree of a million
+/// heap nodes; walking it is bound by memory, so it is walked once, not once to size
+/// it, once to find its largest array and once more to size what is cut.
+struct Survey {
+    size: usize,
+    largest: Option<Largest>,
 }
 
-/// Removes entries from the end of `array` until at least `excess` bytes are gone (or
-/// one entry is left: a lone entry is better shortened than dropped). Returns the bytes
-/// removed.
-fn cut_array(array: &mut Vec<Json>, excess: usize) -> usize {
+/// The array with more than one entry whose entries add up to the most bytes (the
+/// first such in document order), found by the path of child positions that leads
+/// to it, with its entries' sizes.
+struct Largest {
+    content: usize,
+    path: Vec<usize>,
+    entry_sizes: Vec<usize>,
+}
+
+impl Survey {
+    fn of(value: &Json) -> Survey {
+        let mut walk = Walk {
+            path: Vec::new(),
+            sizes: Vec::new(),
+            largest: None,
+        };
+        let size = walk.visit(value);
+        Survey {
+            size,
+            largest: walk.largest,
+        }
+    }
+}
+
+struct Walk {
+    path: Vec<usize>,
+    /// Entry sizes of the arrays being walked, innermost last.
+    sizes: Vec<usize>,
+    largest: Option<Largest>,
+}
+
+impl Walk {
+    fn visit(&mut self, value: &Json) -> usize {
+        match value {
+            Json::Null => 4,
+            Json::Bool(true) => 4,
+            Json::Bool(false) => 5,
+            Json::Number(number) => number_len(number),
+            Json::String(text) => string_len(text),
+            Json::Array(items) => {
+                let start = self.sizes.len();
+                let mut content = 0;
+                for (i, item) in items.iter().enumerate() {
+                    self.path.push(i);
+                    let size = self.visit(item);
+                    self.path.pop();
+                    content += size;
+                    self.sizes.push(size);
+                }
+                // Arrays nested in this one are smaller than it, so visiting them
+                // first cannot change which array is the first largest.
+                if items.len() > 1 && self.largest.as_ref().is_none_or(|l| content > l.content) {
+                    self.largest = Some(Largest {
+                        content,
+                        path: self.path.clone(),
+                        entry_sizes: self.sizes[start..].to_vec(),
+                    });
+                }
+                self.sizes.truncate(start);
+                2 + items.len().saturating_sub(1) + content
+            }
+            Json::Object(object) => {
+                let mut size = 2 + object.len().saturating_sub(1);
+                for (i, (key, item)) in object.iter().enumerate() {
+                    self.path.push(i);
+                    size += string_len(key) + 1 + self.visit(item);
+                    self.path.pop();
+                }
+                size
+            }
+        }
+    }
+}
+
+fn number_len(number: &serde_json::Number) -> usize {
+    if let Some(n) = number.as_u64() {
+        digits(n)
+    } else if let Some(n) = number.as_i64() {
+        1 + digits(n.unsigned_abs())
+    } else {
+        // A float: as serde_json writes it (shortest round trip), counted, not kept.
+        struct Counter(usize);
+        impl std::io::Write for Counter {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0 += buf.len();
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut counter = Counter(0);
+        let _ = serde_json::to_writer(&mut counter, number);
+        counter.0
+    }
+}
+
+fn digits(mut n: u64) -> usize {
+    let mut count = 1;
+    while n >= 10 {
+        n /= 10;
+        count += 1;
+    }
+    count
+}
+
+/// A JSON string's length with its quotes and escapes, as serde_json writes it: `"`,
+/// `\\` and the short control escapes (`\n`, …) take two bytes, other control
+/// characters six (`\u001f`); everything else is written as it is.
+fn string_len(text: &str) -> usize {
+    let mut extra = 0;
+    for &byte in text.as_bytes() {
+        extra += usize::from(ESCAPE_EXTRA[usize::from(byte)]);
+    }
+    text.len() + 2 + extra
+}
+
+/// The bytes an escape adds, by byte value (the table serde_json escapes by).
+static ESCAPE_EXTRA: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut byte = 0;
+    while byte < 0x20 {
+        table[byte] = 5;
+        byte += 1;
+    }
+    table[0x08] = 1;
+    table[b'\t' as usize] = 1;
+    table[b'\n' as usize] = 1;
+    table[0x0c] = 1;
+    table[b'\r' as usize] = 1;
+    table[b'"' as usize] = 1;
+    table[b'\\' as usize] = 1;
+    table
+};
+
+/// The array at `path` (child positions: array indices, object entries in order).
+fn array_at<'a>(value: &'a mut Json, path: &[usize]) -> Option<&'a mut Vec<Json>> {
+    let mut here = value;
+    for &step in path {
+        here = match here {
+            Json::Array(items) => items.get_mut(step)?,
+            Json::Object(object) => object.values_mut().nth(step)?,
+            _ => return None,
+        };
+    }
+    match here {
+        Json::Array(items) => Some(items),
+        _ => None,
+    }
+}
+
+/// Freeing a large cut-off part (up to a million small allocations) is left to a
+/// blocking thread, so that the answer does not wait for it.
+fn drop_later(cut_off: Vec<Json>, bytes: usize) {
+    const WORTH_A_THREAD: usize = 1 << 20;
+    if bytes >= WORTH_A_THREAD
+        && let Ok(runtime) = tokio::runtime::Handle::try_current()
+    {
+        runtime.spawn_blocking(move || drop(cut_off));
+    }
+}
+
+/// Removes entries from the end of `array` (whose entries' sizes are `entry_sizes`)
+/// until at least `excess` bytes are gone, or one entry is left: a lone entry is better
+/// shortened than dropped. Returns the bytes removed; the entries go to `cut_off`.
+fn cut_array(array: &mut Vec<Json>, entry_sizes: &[usize], excess: usize, cut_off: &mut Vec<Json>) -> usize {
     let mut removed = 0;
     while removed < excess && array.len() > 1 {
+        let Some(size) = entry_sizes.get(array.len() - 1) else {
+            break;
+        };
         match array.pop() {
-            Some(entry) => removed += json_len(&entry) + 1,
+            Some(entry) => {
+                removed += size + 1;
+                cut_off.push(entry);
+            }
             None => break,
         }
     }
     removed
-}
-
-fn largest_array(value: &mut Json) -> Option<&mut Vec<Json>> {
-    fn visit<'a>(value: &'a mut Json, best: &mut Option<(usize, &'a mut Vec<Json>)>) {
-        match value {
-            Json::Array(items) => {
-                let size = items.iter().map(json_len).sum::<usize>();
-                if items.len() > 1 && best.as_ref().is_none_or(|(s, _)| size > *s) {
-                    // Arrays nested in this one are never larger than it.
-                    *best = Some((size, items));
-                } else {
-                    for item in items.iter_mut() {
-                        visit(item, best);
-                    }
-                }
-            }
-            Json::Object(object) => {
-                for item in object.values_mut() {
-                    visit(item, best);
-                }
-            }
-            _ => {}
-        }
-    }
-    let mut best = None;
-    visit(value, &mut best);
-    best.map(|(_, array)| array)
 }
 
 fn longest_string(value: &mut Json) -> Option<&mut String> {
@@ -136,6 +279,94 @@ fn longest_string(value: &mut Json) -> Option<&mut String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn json_len(value: &Json) -> usize {
+        Survey::of(value).size
+    }
+
+    /// The largest array as it was found before the survey: a walk from the top that
+    /// takes the first array larger than any before it and does not look inside it.
+    fn reference_largest(value: &mut Json) -> Option<&mut Vec<Json>> {
+        fn visit<'a>(value: &'a mut Json, best: &mut Option<(usize, &'a mut Vec<Json>)>) {
+            match value {
+                Json::Array(items) => {
+                    let size = items
+                        .iter()
+                        .map(|i| serde_json::to_vec(i).unwrap().len())
+                        .sum::<usize>();
+                    if items.len() > 1 && best.as_ref().is_none_or(|(s, _)| size > *s) {
+                        *best = Some((size, items));
+                    } else {
+                        for item in items.iter_mut() {
+                            visit(item, best);
+                        }
+                    }
+                }
+                Json::Object(object) => {
+                    for item in object.values_mut() {
+                        visit(item, best);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut best = None;
+        visit(value, &mut best);
+        best.map(|(_, array)| array)
+    }
+
+    #[test]
+    fn the_survey_finds_the_array_the_old_walk_found() {
+        let cases = vec![
+            json!({"a": [1, 2], "b": [3, 4], "c": [[5, 6, 7]]}),
+            json!({"a": [[1, 2, 3], [4]], "b": [10, 20, 30, 40, 50]}),
+            json!([[1, 2, 3, 4, 5, 6], [7]]),
+            json!({"x": [{"y": ["long string", "another one"]}], "z": ["ab", "cd"]}),
+            json!({"one": ["only"], "deep": {"deeper": [[1], [2], [3]]}}),
+            json!({"none": 1, "empty": [], "single": [[1, 2, 3]]}),
+            json!({"tie1": [1, 2], "tie2": [3, 4]}),
+        ];
+        for mut value in cases {
+            let survey = Survey::of(&value);
+            let text = value.to_string();
+            let expected = reference_largest(&mut value).map(|a| a as *const Vec<Json>);
+            let found = survey
+                .largest
+                .and_then(|l| array_at(&mut value, &l.path).map(|a| a as *const Vec<Json>));
+            assert_eq!(found, expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn json_len_is_the_serialized_length() {
+        let cases = vec![
+            json!(null),
+            json!(true),
+            json!(false),
+            json!(0),
+            json!(9),
+            json!(10),
+            json!(u64::MAX),
+            json!(i64::MIN),
+            json!(-1),
+            json!(-10),
+            json!(0.1),
+            json!(1e300),
+            json!(-2.5e-8),
+            json!(123456.789),
+            json!(""),
+            json!("plain"),
+            json!("quote \" backslash \\ slash / tab \t nl \n cr \r bs \u{8} ff \u{c} nul \u{0} us \u{1f} del \u{7f}"),
+            json!("é ü 漢字 🎮 \u{2028}"),
+            json!([]),
+            json!({}),
+            json!([1, [2, [3, []]], {"a": {"b": null}}]),
+            json!({"k\"ey": "v", "\n": [true, false], "": {}}),
+        ];
+        for value in cases {
+            assert_eq!(json_len(&value), serde_json::to_vec(&value).unwrap().len(), "{value}");
+        }
+    }
 
     #[test]
     fn small_results_pass_untouched() {

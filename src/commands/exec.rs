@@ -80,6 +80,6 @@ impl Command for Exec {
         let result = cx
             .call_plugin(&Self::SPEC, &args, plugin_timeout + HOST_GRACE, Some(plugin_timeout))
             .await?;
-        Ok(Output::json(plugin_json(&result)))
+        Ok(Output::json(plugin_json(result)))
     }
 }

@@ -94,6 +94,6 @@ impl Command for Logs {
             return Err(ToolError::invalid_args("`count` must be between 1 and 10000."));
         }
         let result = cx.call_plugin(&Self::SPEC, &args, Self::SPEC.timeout, None).await?;
-        Ok(Output::json(plugin_json(&result)))
+        Ok(Output::json(plugin_json(result)))
     }
 }

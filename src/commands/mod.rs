@@ -133,9 +133,9 @@ fn map_if_empty(args: Msgpack) -> Msgpack {
     }
 }
 
-/// A plugin result as JSON.
-pub fn plugin_json(result: &Msgpack) -> Json {
-    value::to_json(result)
+/// A plugin result as JSON (consumed: a large result is moved, not copied).
+pub fn plugin_json(result: Msgpack) -> Json {
+    value::into_json(result)
 }
 
 /// One command: its spec, its typed arguments and result, and how it runs.

@@ -78,6 +78,6 @@ impl Command for Query {
             ));
         }
         let result = cx.call_plugin(&Self::SPEC, &args, Self::SPEC.timeout, None).await?;
-        Ok(Output::json(plugin_json(&result)))
+        Ok(Output::json(plugin_json(result)))
     }
 }

@@ -42,6 +42,6 @@ impl Command for State {
 
     async fn run(args: StateArgs, cx: &Invocation) -> Result<Output, ToolError> {
         let result = cx.call_plugin(&Self::SPEC, &args, Self::SPEC.timeout, None).await?;
-        Ok(Output::json(plugin_json(&result)))
+        Ok(Output::json(plugin_json(result)))
     }
 }

@@ -111,8 +111,14 @@ pub fn decode_frame(payload: &[u8], framing: Framing, limit: usize) -> Result<Ms
         });
     }
     let mut reader = bytes;
-    Ok(rmpv::decode::read_value(&mut reader)?)
+    Ok(rmpv::decode::read_value_with_max_depth(&mut reader, MAX_DEPTH)?)
 }
+
+/// Nesting budget of a frame, in rmpv's units (each array or map level costs two), so
+/// about 255 levels. Real messages nest a few dozen levels at most (a `query` at depth 10
+/// is about 40); a garbage or hostile frame nested deeper must be rejected, not recursed
+/// into until the host's stack overflows.
+pub const MAX_DEPTH: usize = 512;
 
 /// Encodes an outbound message in the given framing.
 pub fn encode_frame<T: Serialize>(message: &T, framing: Framing) -> Frame {
@@ -447,6 +453,30 @@ mod tests {
             PluginMessage::parse(unknown).unwrap(),
             PluginMessage::Unknown("teleport".into())
         );
+    }
+
+    #[test]
+    fn deeply_nested_frames_are_rejected_not_fatal() {
+        // 100,000 nested one-element arrays, then nil: a tiny frame that would overflow
+        // a naive recursive decoder's stack.
+        let mut frame = vec![0x91u8; 100_000];
+        frame.push(0xc0);
+        // Run where a tokio worker would: on a 2 MiB stack, here unoptimized.
+        let (too_deep, deepest_allowed) = std::thread::Builder::new()
+            .stack_size(2 * 1024 * 1024)
+            .spawn(move || {
+                let mut deepest = vec![0x91u8; MAX_DEPTH / 2 - 1];
+                deepest.push(0xc0);
+                (
+                    decode_frame(&frame, Framing::Binary, 1 << 20).is_err(),
+                    decode_frame(&deepest, Framing::Binary, 1 << 20).is_ok(),
+                )
+            })
+            .unwrap()
+            .join()
+            .expect("no stack overflow");
+        assert!(too_deep, "a frame nested past MAX_DEPTH is an error");
+        assert!(deepest_allowed, "a frame nested just within MAX_DEPTH decodes");
     }
 
     #[test]

@@ -22,9 +22,15 @@ const MAX_EXACT_FLOAT_INT: f64 = 9_007_199_254_740_992.0;
 
 /// Maps a msgpack value from a plugin to the JSON an agent sees.
 pub fn to_json(value: &Msgpack) -> Json {
+    into_json(value.clone())
+}
+
+/// [`to_json`] by value: strings and arrays are moved, not copied, and the msgpack is
+/// freed as it is converted. Results can be tens of megabytes; this is their path.
+pub fn into_json(value: Msgpack) -> Json {
     match value {
         Msgpack::Nil => Json::Null,
-        Msgpack::Boolean(b) => Json::Bool(*b),
+        Msgpack::Boolean(b) => Json::Bool(b),
         Msgpack::Integer(i) => {
             if let Some(n) = i.as_i64() {
                 Json::Number(n.into())
@@ -34,22 +40,31 @@ pub fn to_json(value: &Msgpack) -> Json {
                 Json::Null
             }
         }
-        Msgpack::F32(f) => float_to_json(f64::from(*f)),
-        Msgpack::F64(f) => float_to_json(*f),
-        Msgpack::String(s) => match s.as_str() {
-            Some(text) => Json::String(text.to_owned()),
-            None => Json::String(String::from_utf8_lossy(s.as_bytes()).into_owned()),
-        },
+        Msgpack::F32(f) => float_to_json(f64::from(f)),
+        Msgpack::F64(f) => float_to_json(f),
+        Msgpack::String(s) => Json::String(utf8_or_lossy(s)),
         Msgpack::Binary(bytes) => typed("binary", Json::String(BASE64.encode(bytes))),
-        Msgpack::Array(items) => Json::Array(items.iter().map(to_json).collect()),
+        Msgpack::Array(items) => Json::Array(items.into_iter().map(into_json).collect()),
         Msgpack::Map(entries) => {
             let mut object = Map::with_capacity(entries.len());
             for (key, item) in entries {
-                object.insert(key_text(key), to_json(item));
+                let key = match key {
+                    Msgpack::String(s) => utf8_or_lossy(s),
+                    other => key_text(&other),
+                };
+                object.insert(key, into_json(item));
             }
             Json::Object(object)
         }
         Msgpack::Ext(kind, bytes) => typed("ext", serde_json::json!({ "kind": kind, "data": BASE64.encode(bytes) })),
+    }
+}
+
+fn utf8_or_lossy(s: rmpv::Utf8String) -> String {
+    if s.is_str() {
+        s.into_str().unwrap_or_default()
+    } else {
+        String::from_utf8_lossy(&s.into_bytes()).into_owned()
     }
 }
 

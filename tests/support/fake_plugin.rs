@@ -1,10 +1,11 @@
 //! A fake Studio plugin: a WebSocket client that speaks PROTOCOL.md (hello, welcome,
 //! request/response, progress, event, ping/pong, cancel) and answers each request as
 //! the test says: at once, slowly, never, with an error, with a huge result, with
-//! garbage, or by dropping the connection mid-call and coming back.
+//! garbage, or by dropping the connection mid-call and coming back. With
+//! [`Options::answer_inline`] it answers in its connection loop itself, for benchmarks.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -81,6 +82,21 @@ pub enum Reply {
     Drop(Option<Duration>),
     /// Send a malformed frame first, then answer.
     GarbageFirst(Box<Reply>),
+    /// Answer `ok` with this result, already encoded as msgpack (a large result is
+    /// encoded once, not once per request).
+    Raw(Arc<Vec<u8>>),
+}
+
+/// How a fake plugin runs, beyond what it answers. The default is what the tests use.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// Answer `Ok` and `Raw` replies in the connection loop itself, as soon as the
+    /// request is read, rather than from a task per request: a plugin that answers at
+    /// once, for benchmarks.
+    pub answer_inline: bool,
+    /// Keep no copy of each request in the log (`requests` stays empty; `answered` and
+    /// the timestamps are still kept).
+    pub quiet: bool,
 }
 
 pub type Handler = Arc<dyn Fn(&str, &Value) -> Reply + Send + Sync>;
@@ -102,11 +118,19 @@ pub struct Log {
     pub rejects: Vec<(String, String)>,
     pub pings: usize,
     pub closes: Vec<Option<u16>>,
+    /// Responses sent.
+    pub answered: u64,
+    /// When the last request was read.
+    pub last_request_at: Option<Instant>,
+    /// When the last response was sent: with `answer_inline`, once the socket took the
+    /// whole frame; otherwise once it was queued for the connection loop.
+    pub last_answer_sent_at: Option<Instant>,
 }
 
 struct Shared {
     identity: Identity,
     handler: Handler,
+    options: Options,
     port: u16,
     log: Mutex<Log>,
     changed: Notify,
@@ -123,7 +147,12 @@ pub struct FakePlugin {
 impl FakePlugin {
     /// Connects (retrying while the host starts) and returns once `welcome` arrived.
     pub async fn connect(port: u16, identity: Identity, handler: Handler) -> FakePlugin {
-        let plugin = FakePlugin::start(port, identity, handler);
+        FakePlugin::connect_with(port, identity, handler, Options::default()).await
+    }
+
+    /// [`FakePlugin::connect`] with [`Options`].
+    pub async fn connect_with(port: u16, identity: Identity, handler: Handler, options: Options) -> FakePlugin {
+        let plugin = FakePlugin::start_with(port, identity, handler, options);
         plugin
             .wait("welcome", Duration::from_secs(15), |log| log.welcomes >= 1)
             .await;
@@ -132,9 +161,15 @@ impl FakePlugin {
 
     /// Starts connecting in the background without waiting for `welcome`.
     pub fn start(port: u16, identity: Identity, handler: Handler) -> FakePlugin {
+        FakePlugin::start_with(port, identity, handler, Options::default())
+    }
+
+    /// [`FakePlugin::start`] with [`Options`].
+    pub fn start_with(port: u16, identity: Identity, handler: Handler, options: Options) -> FakePlugin {
         let shared = Arc::new(Shared {
             identity,
             handler,
+            options,
             port,
             log: Mutex::new(Log::default()),
             changed: Notify::new(),
@@ -341,6 +376,7 @@ async fn serve(
                         note(shared, |log| log.cancels.push(id));
                     }
                     Some("request") => {
+                        let received = Instant::now();
                         let seen = Seen {
                             id: value["id"].as_u64().expect("request id is an unsigned int"),
                             action: value["action"].as_str().unwrap_or_default().to_owned(),
@@ -349,8 +385,22 @@ async fn serve(
                         };
                         let reply = (shared.handler)(&seen.action, &seen.args);
                         let id = seen.id;
-                        note(shared, |log| log.requests.push(seen));
-                        tokio::spawn(answer(id, reply, framing, control_tx.clone()));
+                        let quiet = shared.options.quiet;
+                        note(shared, |log| {
+                            log.last_request_at = Some(received);
+                            if !quiet {
+                                log.requests.push(seen);
+                            }
+                        });
+                        if shared.options.answer_inline && matches!(reply, Reply::Ok(_) | Reply::Raw(_)) {
+                            let Some(message) = response(id, reply, framing) else { continue };
+                            if sink.send(message).await.is_err() {
+                                return Some(Duration::from_millis(50));
+                            }
+                            answered(shared);
+                        } else {
+                            tokio::spawn(answer(Arc::clone(shared), id, reply, framing, control_tx.clone()));
+                        }
                     }
                     _ => {}
                 }
@@ -359,16 +409,53 @@ async fn serve(
     }
 }
 
-async fn answer(id: u64, reply: Reply, framing: Framing, control: mpsc::UnboundedSender<Control>) {
+fn answered(shared: &Shared) {
+    let sent = Instant::now();
+    note(shared, |log| {
+        log.answered += 1;
+        log.last_answer_sent_at = Some(sent);
+    });
+}
+
+/// The `response` frame for an `Ok` or `Raw` reply (None for any other reply).
+fn response(id: u64, reply: Reply, framing: Framing) -> Option<Message> {
+    let ok = |result| {
+        map(vec![
+            ("t", "response".into()),
+            ("id", Value::F64(id as f64)),
+            ("ok", true.into()),
+            ("result", result),
+        ])
+    };
+    match reply {
+        Reply::Ok(result) => Some(encode(&ok(result), framing)),
+        Reply::Raw(result) => {
+            // `result` is the map's last entry: encode it as nil, then put the
+            // ready-made bytes in place of that one nil byte.
+            let mut bytes = Vec::with_capacity(result.len() + 32);
+            rmpv::encode::write_value(&mut bytes, &ok(Value::Nil)).expect("encode msgpack");
+            assert_eq!(bytes.pop(), Some(0xc0), "nil is the last byte");
+            bytes.extend_from_slice(&result);
+            Some(match framing {
+                Framing::Binary => Message::Binary(bytes.into()),
+                Framing::Base64Text => Message::Text(BASE64.encode(bytes).into()),
+            })
+        }
+        _ => None,
+    }
+}
+
+async fn answer(shared: Arc<Shared>, id: u64, reply: Reply, framing: Framing, control: mpsc::UnboundedSender<Control>) {
     let mut reply = reply;
     loop {
         let message = match reply {
-            Reply::Ok(result) => map(vec![
-                ("t", "response".into()),
-                ("id", Value::F64(id as f64)),
-                ("ok", true.into()),
-                ("result", result),
-            ]),
+            Reply::Ok(_) | Reply::Raw(_) => {
+                if let Some(message) = response(id, reply, framing) {
+                    let _ = control.send(Control::Send(message));
+                }
+                answered(&shared);
+                return;
+            }
             Reply::Err(code, message) => map(vec![
                 ("t", "response".into()),
                 ("id", id.into()),
@@ -408,6 +495,7 @@ async fn answer(id: u64, reply: Reply, framing: Framing, control: mpsc::Unbounde
             }
         };
         let _ = control.send(Control::Send(encode(&message, framing)));
+        answered(&shared);
         return;
     }
 }
