@@ -136,15 +136,8 @@ fn subcommand_for(command: &dyn DynCommand) -> clap::Command {
         .about(first_sentence.trim_end_matches('.').to_owned())
         .long_about(spec.description);
     let schema = command.input_schema();
-    let properties = schema
-        .get("properties")
-        .and_then(Json::as_object)
-        .cloned()
-        .unwrap_or_default();
+    let properties = own_properties(&schema);
     for (name, property) in &properties {
-        if name == "sessionId" || name == "context" {
-            continue;
-        }
         let help = property
             .get("description")
             .and_then(Json::as_str)
@@ -245,19 +238,25 @@ fn json_type(property: &Json) -> &str {
     }
 }
 
+/// A command's own arguments from its input schema: everything but `sessionId` and
+/// `context`, which the CLI takes as `--session` and `--context`.
+fn own_properties(schema: &Map<String, Json>) -> Vec<(String, Json)> {
+    let Some(properties) = schema.get("properties").and_then(Json::as_object) else {
+        return Vec::new();
+    };
+    properties
+        .iter()
+        .filter(|(name, _)| *name != "sessionId" && *name != "context")
+        .map(|(name, property)| (name.clone(), property.clone()))
+        .collect()
+}
+
 /// Turns the parsed command line into the arguments object an MCP client would send.
 fn arguments(command: &dyn DynCommand, matches: &ArgMatches) -> Result<Map<String, Json>, ToolError> {
     let schema = command.input_schema();
-    let properties = schema
-        .get("properties")
-        .and_then(Json::as_object)
-        .cloned()
-        .unwrap_or_default();
+    let properties = own_properties(&schema);
     let mut args = Map::new();
     for (name, property) in &properties {
-        if name == "sessionId" || name == "context" {
-            continue;
-        }
         let kind = json_type(property);
         if kind == "boolean" {
             if matches.get_flag(name) {
