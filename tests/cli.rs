@@ -53,3 +53,17 @@ async fn human_output_is_readable_and_errors_exit_1() {
     let printed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(printed["error"]["code"], "session_not_found");
 }
+
+#[tokio::test]
+async fn sessions_waits_for_a_plugin_that_connects_within_the_startup_grace() {
+    let port = free_port();
+    let port_text = port.to_string();
+    let cli = tokio::spawn(async move { run(&["sessions", "--port", &port_text, "--json"]).await });
+    // The CLI is the host; a Studio's plugin reconnects to it a moment later.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let _plugin = FakePlugin::start(port, Identity::edit("A"), studio_like());
+    let output = cli.await.unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let printed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(printed["sessions"][0]["sessionId"], "A-edit", "{printed}");
+}

@@ -41,10 +41,14 @@ async fn tools_are_listed_in_a_stable_order_with_schemas_and_annotations() {
         let annotations = tool.annotations.as_ref().expect("annotations");
         let read_only = annotations.read_only_hint == Some(true);
         assert_eq!(read_only, tool.name != "studio_exec", "{}", tool.name);
+        // exec can do anything Luau can: it says so.
+        let exec = tool.name == "studio_exec";
+        assert_eq!(annotations.destructive_hint == Some(true), exec, "{}", tool.name);
+        assert_eq!(annotations.open_world_hint == Some(true), exec, "{}", tool.name);
     }
     let exec = first.iter().find(|t| t.name == "studio_exec").unwrap();
     let properties = exec.input_schema["properties"].as_object().unwrap();
-    for field in ["script", "timeoutMs", "sessionId", "context"] {
+    for field in ["script", "timeoutMs", "sessionId", "instanceId", "context"] {
         assert!(properties.contains_key(field), "exec schema lacks {field}");
     }
     assert_eq!(exec.input_schema["required"], json!(["script"]));
@@ -78,7 +82,8 @@ async fn state_is_answered_by_the_plugin() {
     let state = mcp.ok("studio_state", json!({})).await;
     assert_eq!(
         state,
-        json!({"state": "Edit", "placeName": "Place A", "placeId": 1818, "gameId": 0})
+        json!({"state": "Edit", "placeName": "Place A", "placeId": 1818, "gameId": 0, "sessionId": "A-edit", "context": "edit"}),
+        "the result says where it ran"
     );
     let seen = &plugin.log().requests[0];
     assert_eq!(seen.action, "state");
@@ -228,7 +233,10 @@ async fn screenshot_becomes_a_png_image_block_scaled_to_max_width() {
     .await;
     let result = mcp.call("studio_screenshot", json!({"maxWidth": 32})).await;
     assert_ne!(result.is_error, Some(true), "{result:?}");
-    assert_eq!(result.structured_content, Some(json!({"width": 32, "height": 16})));
+    assert_eq!(
+        result.structured_content,
+        Some(json!({"width": 32, "height": 16, "sessionId": "A-edit", "context": "edit"}))
+    );
     let image = result
         .content
         .iter()
@@ -370,7 +378,11 @@ async fn a_plugin_vanishing_mid_call_fails_the_call_within_a_second() {
     let mcp = Mcp::spawn(port, &[]).await;
     let plugin = FakePlugin::connect(port, Identity::edit("A"), handler(|_, _| Reply::Drop(None))).await;
     let started = Instant::now();
-    let error = mcp.err("studio_exec", json!({"script": "while true do end"})).await;
+    // context: edit, so that the call is not held by the startup grace (an exec with no
+    // context waits it out in case a playtest's server is still reconnecting).
+    let error = mcp
+        .err("studio_exec", json!({"script": "while true do end", "context": "edit"}))
+        .await;
     assert_eq!(error["code"], "session_lost");
     assert!(started.elapsed() < Duration::from_secs(1), "{:?}", started.elapsed());
     assert!(error["message"].as_str().unwrap().contains("not re-sent"));
@@ -628,4 +640,92 @@ async fn the_mcp_process_exits_when_its_client_goes_away() {
         std::net::TcpListener::bind(("127.0.0.1", port)).is_ok()
     })
     .await;
+}
+
+#[tokio::test]
+async fn exec_right_after_a_host_starts_waits_for_the_play_server_instead_of_running_in_edit() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    // Only the edit DataModel has said hello to this new host; the Play server is still
+    // reconnecting. An exec with no context must not run in edit (its changes persist).
+    let edit = FakePlugin::connect(port, Identity::play("A", "edit"), studio_like()).await;
+    let call = mcp.ok("studio_exec", json!({"script": "workspace.Baseplate:Destroy()"}));
+    let late_server = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        FakePlugin::connect(port, Identity::play("A", "server"), studio_like()).await
+    };
+    let (result, server) = tokio::join!(call, late_server);
+    assert_eq!(result["context"], "server", "{result}");
+    assert_eq!(result["sessionId"], "A-server");
+    assert_eq!(server.log().requests.len(), 1);
+    assert!(
+        edit.log().requests.is_empty(),
+        "the edit DataModel must not have run it"
+    );
+}
+
+#[tokio::test]
+async fn an_edit_session_reporting_play_holds_exec_for_the_server_never_edit() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let mut identity = Identity::play("A", "edit");
+    identity.state = "Play";
+    let edit = FakePlugin::connect(port, identity, studio_like()).await;
+    // Past any startup grace: it is the reported state that holds the call.
+    tokio::time::sleep(Duration::from_millis(3100)).await;
+    let call = mcp.ok("studio_exec", json!({"script": "return 1"}));
+    let late_server = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        FakePlugin::connect(port, Identity::play("A", "server"), studio_like()).await
+    };
+    let (result, server) = tokio::join!(call, late_server);
+    assert_eq!(result["context"], "server", "{result}");
+    assert_eq!(server.log().requests.len(), 1);
+    assert!(edit.log().requests.is_empty());
+    // Past its deadline with no server, it says why, and edit is still untouched.
+    drop(server);
+}
+
+#[tokio::test]
+async fn an_explicit_context_chooses_within_the_default_target() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let edit = FakePlugin::connect(port, Identity::play("A", "edit"), studio_like()).await;
+    let server = FakePlugin::connect(port, Identity::play("A", "server"), studio_like()).await;
+    let _other = FakePlugin::connect(port, Identity::edit("B"), studio_like()).await;
+    mcp.ok("studio_target", json!({"set": {"sessionId": "A-edit"}})).await;
+    // The default names instance A; context: server chooses A's server.
+    let result = mcp
+        .ok("studio_exec", json!({"script": "return 1", "context": "server"}))
+        .await;
+    assert_eq!(
+        (result["sessionId"].as_str(), result["context"].as_str()),
+        (Some("A-server"), Some("server"))
+    );
+    // With no context, exec's own default (server during Play) applies within A.
+    let result = mcp.ok("studio_exec", json!({"script": "return 2"})).await;
+    assert_eq!(result["context"], "server");
+    // A sessionId with another context also chooses within its instance.
+    let result = mcp
+        .ok("studio_state", json!({"sessionId": "A-server", "context": "edit"}))
+        .await;
+    assert_eq!(result["sessionId"], "A-edit");
+    // instanceId is in every schema and accepted.
+    let result = mcp.ok("studio_state", json!({"instanceId": "B"})).await;
+    assert_eq!(result["sessionId"], "B-edit");
+    assert_eq!(server.log().requests.len(), 2);
+    assert_eq!(edit.log().requests.len(), 1);
+}
+
+#[tokio::test]
+async fn a_session_id_not_seen_yet_is_waited_for_during_the_startup_grace() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let call = mcp.ok("studio_state", json!({"sessionId": "A-edit"}));
+    let plugin = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        FakePlugin::connect(port, Identity::edit("A"), studio_like()).await
+    };
+    let (result, _plugin) = tokio::join!(call, plugin);
+    assert_eq!(result["sessionId"], "A-edit");
 }

@@ -121,7 +121,7 @@ async fn when_the_host_is_killed_a_survivor_takes_over_and_nothing_runs_twice() 
     let (result, killed_at) = tokio::join!(slow, kill);
     let lost_after = killed_at.elapsed();
     assert_eq!(result.is_error, Some(true), "{result:?}");
-    let error = &result.structured_content.as_ref().unwrap()["error"];
+    let error = &support::mcp_client::error_of(&result);
     assert_eq!(error["code"], "host_lost", "{error}");
     assert!(lost_after < Duration::from_secs(1), "host_lost took {lost_after:?}");
 

@@ -31,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 pub use registry::SessionInfo;
 pub use resolve::Target;
 
-use crate::protocol::{Context, PROTOCOL_VERSION};
+use crate::protocol::{Context, PROTOCOL_VERSION, Ran};
 use crate::protocol::{ErrorCode, ToolError};
 use host::{BindError, Host, HostConfig};
 use peer::{ConnectError, PeerLink};
@@ -50,6 +50,14 @@ pub struct Call {
     pub timeout: Duration,
     /// The `timeoutMs` the plugin is given, if shorter than what is left of the deadline.
     pub plugin_timeout: Option<Duration>,
+}
+
+/// A plugin's answer to a call, and the session that gave it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply {
+    pub value: Msgpack,
+    /// Always known on the host; from a peer, what the host said.
+    pub ran: Option<Ran>,
 }
 
 /// A progress report from a plugin, forwarded to the caller.
@@ -119,10 +127,13 @@ impl Bridge {
         }
     }
 
-    pub async fn sessions(&self) -> Result<Vec<SessionInfo>, ToolError> {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+    /// The session list. Within a new host's startup grace an empty list waits (until
+    /// the deadline) for a first plugin: an agent or CLI that asks at once must not be
+    /// told that no Studio is open while the plugins are still reconnecting.
+    pub async fn sessions(&self, timeout: Duration) -> Result<Vec<SessionInfo>, ToolError> {
+        let deadline = tokio::time::Instant::now() + timeout;
         match self.settled(deadline, &CancellationToken::new()).await? {
-            Role::Host(registry) => Ok(registry.sessions()),
+            Role::Host(registry) => Ok(registry.sessions_after_startup(deadline).await),
             Role::Peer(link) => {
                 link.sessions(deadline.saturating_duration_since(tokio::time::Instant::now()))
                     .await
@@ -131,7 +142,7 @@ impl Bridge {
         }
     }
 
-    pub async fn call(&self, mut call: Call, hooks: CallHooks) -> Result<Msgpack, ToolError> {
+    pub async fn call(&self, mut call: Call, hooks: CallHooks) -> Result<Reply, ToolError> {
         let deadline = tokio::time::Instant::now() + call.timeout;
         let role = self.settled(deadline, &hooks.cancel).await?;
         call.timeout = deadline.saturating_duration_since(tokio::time::Instant::now());

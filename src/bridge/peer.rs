@@ -10,7 +10,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
-use rmpv::Value as Msgpack;
 use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
@@ -19,7 +18,7 @@ use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_util::sync::CancellationToken;
 
 use super::peer_server::CLOSE_HOST_SHUTDOWN;
-use super::{Call, CallHooks, Progress, SessionEvent, SessionInfo, Target};
+use super::{Call, CallHooks, Progress, Reply, SessionEvent, SessionInfo, Target};
 use crate::protocol::peer::{HostReply, PeerOut, encode};
 use crate::protocol::{ErrorCode, ToolError, value};
 
@@ -36,7 +35,7 @@ pub struct PeerLink {
 }
 
 struct Pending {
-    reply: oneshot::Sender<Result<Msgpack, ToolError>>,
+    reply: oneshot::Sender<Result<Reply, ToolError>>,
     progress: Option<mpsc::UnboundedSender<Progress>>,
 }
 
@@ -182,9 +181,9 @@ impl PeerLink {
             return;
         };
         match HostReply::parse(value) {
-            Ok(HostReply::Result { id, outcome }) => {
+            Ok(HostReply::Result { id, outcome, ran }) => {
                 if let Some(pending) = lock(&self.pending).remove(&id) {
-                    let _ = pending.reply.send(outcome);
+                    let _ = pending.reply.send(outcome.map(|value| Reply { value, ran }));
                 }
             }
             Ok(HostReply::Progress {
@@ -236,7 +235,7 @@ impl PeerLink {
         &self,
         progress: Option<mpsc::UnboundedSender<Progress>>,
         message: impl FnOnce(u64) -> Vec<u8>,
-    ) -> Result<(u64, oneshot::Receiver<Result<Msgpack, ToolError>>), ToolError> {
+    ) -> Result<(u64, oneshot::Receiver<Result<Reply, ToolError>>), ToolError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (reply, receiver) = oneshot::channel();
         {
@@ -253,7 +252,7 @@ impl PeerLink {
         Ok((id, receiver))
     }
 
-    pub async fn call(&self, call: Call, hooks: CallHooks) -> Result<Msgpack, ToolError> {
+    pub async fn call(&self, call: Call, hooks: CallHooks) -> Result<Reply, ToolError> {
         let deadline = tokio::time::Instant::now() + call.timeout + DEADLINE_SLACK;
         let (id, reply) = self.request(hooks.progress.clone(), |id| {
             encode(&PeerOut::Call {
@@ -300,7 +299,7 @@ impl PeerLink {
                 ));
             }
         };
-        let json = value::to_json(&outcome);
+        let json = value::to_json(&outcome.value);
         serde_json::from_value::<SessionList>(json)
             .map(|list| list.sessions)
             .map_err(|e| ToolError::new(ErrorCode::PluginError, format!("The bridge host sent an unreadable session list ({e}); are both studio-bridge binaries the same version?")))

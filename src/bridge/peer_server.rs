@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::connection::write_loop;
-use super::registry::{Outbound, Registry};
+use super::registry::{self, Outbound, Registry};
 use super::{Call, CallHooks, Progress, Target};
 use crate::protocol::messages::{Frame, Framing, decode_frame};
 use crate::protocol::peer::{HostOut, PeerRequest, encode};
@@ -127,17 +127,21 @@ fn handle(
                     )
                     .await;
                 let message = match &outcome {
-                    Ok(result) => HostOut::Result {
+                    Ok(reply) => HostOut::Result {
                         id,
                         ok: true,
-                        result: Some(result),
+                        result: Some(&reply.value),
                         error: None,
+                        session_id: reply.ran.as_ref().map(|r| r.session_id.as_str()),
+                        context: reply.ran.as_ref().map(|r| r.context),
                     },
                     Err(error) => HostOut::Result {
                         id,
                         ok: false,
                         result: None,
                         error: Some(error),
+                        session_id: None,
+                        context: None,
                     },
                 };
                 send(&outbound, &message);
@@ -150,17 +154,26 @@ fn handle(
             }
         }
         PeerRequest::Sessions { id } => {
-            let sessions = serde_json::json!({ "sessions": registry.sessions() });
-            let result = value::from_json(&sessions);
-            send(
-                outbound,
-                &HostOut::Result {
-                    id,
-                    ok: true,
-                    result: Some(&result),
-                    error: None,
-                },
-            );
+            // Waits out this host's startup grace when no plugin has said hello yet, as
+            // the host's own `sessions` does.
+            let registry = Arc::clone(registry);
+            let outbound = outbound.clone();
+            tokio::spawn(async move {
+                let deadline = tokio::time::Instant::now() + registry::STARTUP_GRACE;
+                let sessions = serde_json::json!({ "sessions": registry.sessions_after_startup(deadline).await });
+                let result = value::from_json(&sessions);
+                send(
+                    &outbound,
+                    &HostOut::Result {
+                        id,
+                        ok: true,
+                        result: Some(&result),
+                        error: None,
+                        session_id: None,
+                        context: None,
+                    },
+                );
+            });
         }
         PeerRequest::Subscribe { id, target, events } => {
             let cancel = CancellationToken::new();
@@ -178,6 +191,8 @@ fn handle(
                     ok: true,
                     result: Some(&Msgpack::Map(Vec::new())),
                     error: None,
+                    session_id: None,
+                    context: None,
                 },
             );
             tokio::spawn(async move {

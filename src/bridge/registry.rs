@@ -16,10 +16,10 @@ use serde::Serialize;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::resolve::{Candidate, Target, resolve};
-use super::{Call, CallHooks, Progress, SessionEvent};
+use super::resolve::{Candidate, Choice, Target, resolve};
+use super::{Call, CallHooks, Progress, Reply, SessionEvent};
 use crate::protocol::messages::{Frame, Framing, Hello, HostMessage, encode_frame};
-use crate::protocol::{Context, ErrorCode, ToolError};
+use crate::protocol::{Context, ErrorCode, Ran, ToolError};
 
 /// How long a dropped session stays `reconnecting` before it is removed.
 pub const RECONNECT_GRACE: Duration = Duration::from_secs(10);
@@ -165,7 +165,7 @@ impl Registry {
             changed: watch::Sender::new(0),
             events: broadcast::Sender::new(1024),
             started: Instant::now(),
-            next_request_id: AtomicU64::new(1),
+            next_request_id: AtomicU64::new(first_request_id()),
             next_generation: AtomicU64::new(1),
             port,
             max_message_bytes,
@@ -311,9 +311,9 @@ impl Registry {
     }
 
     /// Routes one call to one plugin and waits for its answer, within `call.timeout`.
-    pub async fn call(&self, call: Call, hooks: CallHooks) -> Result<Msgpack, ToolError> {
+    pub async fn call(&self, call: Call, hooks: CallHooks) -> Result<Reply, ToolError> {
         let deadline = tokio::time::Instant::now() + call.timeout;
-        let link = self.wait_for_link(&call, deadline, &hooks.cancel).await?;
+        let (link, ran) = self.wait_for_link(&call, deadline, &hooks.cancel).await?;
         let id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
         let (reply_tx, reply_rx) = oneshot::channel();
         let progress = hooks.progress.clone();
@@ -338,7 +338,7 @@ impl Registry {
             link.forget(id);
             return Err(lost_before_send());
         }
-        tokio::select! {
+        let outcome = tokio::select! {
             reply = reply_rx => reply.unwrap_or_else(|_| Err(lost_before_send())),
             () = tokio::time::sleep_until(deadline) => {
                 link.forget(id);
@@ -357,45 +357,49 @@ impl Registry {
                 link.send(&HostMessage::Cancel { id });
                 Err(cancelled())
             }
-        }
+        };
+        outcome.map(|value| Reply { value, ran: Some(ran) })
     }
 
     /// Resolves the call's target to a connected plugin, waiting (within the deadline)
-    /// through a reconnect grace or the startup grace.
+    /// through a reconnect grace, the startup grace, or a playtest's DataModel that has
+    /// not said hello yet.
     async fn wait_for_link(
         &self,
         call: &Call,
         deadline: tokio::time::Instant,
         cancel: &CancellationToken,
-    ) -> Result<Arc<Link>, ToolError> {
+    ) -> Result<(Arc<Link>, Ran), ToolError> {
         let mut changes = self.changed.subscribe();
+        let grace_end = tokio::time::Instant::from_std(self.started + self.startup_grace);
         loop {
             changes.mark_unchanged();
+            let in_grace = tokio::time::Instant::now() < grace_end;
             let waiting_for = match self.try_resolve(&call.target, call.default_context) {
-                Ok(Some(link)) => return Ok(link),
-                Ok(None) => "reconnect",
-                Err(error) if error.code == ErrorCode::NoSessions && self.started.elapsed() < self.startup_grace => {
-                    "first plugin"
+                Ok(Found::Link(link, ran)) => return Ok((link, ran)),
+                Ok(Found::Reconnecting) => Waiting::Reconnect,
+                Ok(Found::Provisional(_)) if in_grace => Waiting::StartupGrace,
+                Ok(Found::Provisional(outcome)) => match outcome {
+                    Ok(Some((link, ran))) => return Ok((link, ran)),
+                    Ok(None) => Waiting::Reconnect,
+                    Err(error) => return Err(self.with_session_list(error)),
+                },
+                Ok(Found::Await(context)) => Waiting::PlayContext(context),
+                // A plugin may still be reconnecting to this new host.
+                Err(error) if in_grace && matches!(error.code, ErrorCode::NoSessions | ErrorCode::SessionNotFound) => {
+                    Waiting::StartupGrace
                 }
                 Err(error) => return Err(self.with_session_list(error)),
             };
-            let wake = if waiting_for == "first plugin" {
-                deadline.min(tokio::time::Instant::from_std(self.started + self.startup_grace))
-            } else {
-                deadline
+            let wake = match waiting_for {
+                Waiting::StartupGrace => deadline.min(grace_end),
+                Waiting::Reconnect | Waiting::PlayContext(_) => deadline,
             };
             tokio::select! {
                 changed = changes.changed() => { if changed.is_err() { return Err(lost_before_send()); } }
                 () = tokio::time::sleep_until(wake) => {
                     if wake >= deadline {
-                        return Err(ToolError::new(
-                            ErrorCode::Timeout,
-                            format!(
-                                "No Studio session could take `{}` within {} ms (waiting for a {waiting_for}). Check that Studio is open and the plugin is enabled, then retry.",
-                                call.action,
-                                call.timeout.as_millis()
-                            ),
-                        ));
+                        return Err(waiting_for.timeout(call));
                     }
                 }
                 () = cancel.cancelled() => return Err(cancelled()),
@@ -403,8 +407,7 @@ impl Registry {
         }
     }
 
-    /// `Ok(Some)` a connected link; `Ok(None)` the session is reconnecting.
-    fn try_resolve(&self, target: &Target, default_context: Context) -> Result<Option<Arc<Link>>, ToolError> {
+    fn try_resolve(&self, target: &Target, default_context: Context) -> Result<Found, ToolError> {
         let sessions = lock(&self.sessions);
         let candidates: Vec<Candidate<'_>> = sessions
             .iter()
@@ -412,10 +415,27 @@ impl Registry {
                 session_id: &s.hello.session_id,
                 instance_id: &s.hello.instance_id,
                 context: s.hello.context,
+                state: &s.hello.state,
             })
             .collect();
-        let index = resolve(&candidates, target, default_context)?;
-        Ok(sessions[index].link.clone())
+        let link_of = |index: usize| {
+            let session = &sessions[index];
+            session.link.clone().map(|link| {
+                let ran = Ran {
+                    session_id: session.hello.session_id.clone(),
+                    context: session.hello.context,
+                };
+                (link, ran)
+            })
+        };
+        Ok(match resolve(&candidates, target, default_context)? {
+            Choice::Session(index) => match link_of(index) {
+                Some((link, ran)) => Found::Link(link, ran),
+                None => Found::Reconnecting,
+            },
+            Choice::Provisional(outcome) => Found::Provisional(outcome.map(link_of)),
+            Choice::Await(context) => Found::Await(context),
+        })
     }
 
     fn with_session_list(&self, error: ToolError) -> ToolError {
@@ -436,6 +456,58 @@ impl Registry {
         inner.startup_grace = startup;
         registry
     }
+}
+
+/// What resolution found, with the links looked up.
+enum Found {
+    Link(Arc<Link>, Ran),
+    /// The chosen session is within its reconnect grace.
+    Reconnecting,
+    /// See [`Choice::Provisional`]; `Ok(None)` when that session is reconnecting.
+    Provisional(Result<Option<(Arc<Link>, Ran)>, ToolError>),
+    Await(Context),
+}
+
+/// What a call that cannot be routed yet waits for.
+enum Waiting {
+    Reconnect,
+    StartupGrace,
+    PlayContext(Context),
+}
+
+impl Waiting {
+    fn timeout(&self, call: &Call) -> ToolError {
+        let ms = call.timeout.as_millis();
+        let action = &call.action;
+        let message = match self {
+            Waiting::Reconnect => format!(
+                "No Studio session could take `{action}` within {ms} ms (waiting for a reconnect). Check that Studio is open and the plugin is enabled, then retry."
+            ),
+            Waiting::StartupGrace => format!(
+                "No Studio session could take `{action}` within {ms} ms (waiting for a first plugin). Check that Studio is open and the plugin is enabled, then retry."
+            ),
+            Waiting::PlayContext(context) => format!(
+                "Studio reports a running playtest, but its {context} DataModel did not connect within {ms} ms, so `{action}` was not run (never in the edit DataModel instead). Check studio_sessions, retry, or pass context: \"edit\" to run it in the edit DataModel on purpose."
+            ),
+        };
+        ToolError::new(ErrorCode::Timeout, message)
+    }
+}
+
+/// Request ids are never reused by any host (PROTOCOL.md, Host → plugin): each host
+/// starts from a random base, so a reply meant for an old host's call cannot be taken for
+/// a new host's call of the same number. Below 2^52, so a Luau number holds every id
+/// exactly; the base is below 2^51, which leaves 2^51 ids for the host's lifetime.
+fn first_request_id() -> u64 {
+    let mut bytes = [0u8; 8];
+    // Without OS randomness the clock still makes two hosts' bases differ.
+    if getrandom::fill(&mut bytes).is_err() {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        bytes = (nanos as u64).to_le_bytes();
+    }
+    (u64::from_le_bytes(bytes) & ((1 << 51) - 1)).max(1)
 }
 
 fn lost_before_send() -> ToolError {
@@ -482,6 +554,22 @@ mod tests {
         }
     }
 
+    #[test]
+    fn request_ids_start_at_a_random_base_below_2_pow_52() {
+        let bases: Vec<u64> = (0..4).map(|_| first_request_id()).collect();
+        for base in &bases {
+            assert!((1..1 << 51).contains(base), "{base}");
+        }
+        let mut distinct = bases.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(
+            distinct.len(),
+            bases.len(),
+            "two hosts must not start at the same id: {bases:?}"
+        );
+    }
+
     #[tokio::test]
     async fn a_dropped_connection_fails_its_calls_at_once_with_session_lost() {
         let registry = Registry::with_graces(0, Duration::from_secs(10), Duration::ZERO);
@@ -525,7 +613,13 @@ mod tests {
         let request = rmpv::decode::read_value(&mut &bytes[..]).unwrap();
         let id = request["id"].as_u64().unwrap();
         assert!(link.resolve(id, Ok(Msgpack::from("done"))));
-        assert_eq!(pending.await.unwrap(), Ok(Msgpack::from("done")));
+        let reply = pending.await.unwrap().unwrap();
+        assert_eq!(reply.value, Msgpack::from("done"));
+        assert_eq!(
+            reply.ran.map(|r| r.session_id),
+            Some("s1".to_owned()),
+            "the reply says where it ran"
+        );
     }
 
     #[tokio::test]

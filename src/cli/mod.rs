@@ -317,9 +317,14 @@ pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions
         }
     };
     let target = Target {
-        session_id: matches.get_one::<String>("session").cloned(),
+        // Commands that need no session (`sessions`, `target`) have no such flags.
+        session_id: matches.try_get_one::<String>("session").ok().flatten().cloned(),
         instance_id: None,
-        context: matches.get_one::<String>("context").and_then(|c| Context::parse(c)),
+        context: matches
+            .try_get_one::<String>("context")
+            .ok()
+            .flatten()
+            .and_then(|c| Context::parse(c)),
     };
     let follow = match command.spec().follow_event {
         Some(event) if matches.get_flag("follow") => {

@@ -1,12 +1,21 @@
 //! Bounded output (TOOLS.md): no result larger than the limit reaches an agent's
-//! context. A result over the limit is cut at whole entries of its largest arrays (and,
-//! failing that, its longest strings), and says so with `truncated: true` and a hint on
-//! how to get the rest. Nothing is cut silently.
+//! context. A result over the limit is cut at whole entries of its largest arrays and
+//! maps (and, failing that, its longest strings), and says so with `truncated: true` and
+//! a hint on how to get the rest. Nothing is cut silently.
+//!
+//! A map counts as data, to be cut, when it has more than [`MAP_MIN_ENTRIES`] entries
+//! (a Luau table returned by `exec`, a property map); smaller objects are the result's
+//! own shape (`{seq, level, body}`), whose fields a client's schema requires, so those
+//! keep every field and only their strings are shortened.
 
 use serde_json::{Map, Value as Json};
 
 /// Room kept for the `truncated`/`truncatedHint` fields added after cutting.
 const MARKER_ROOM: usize = 512;
+
+/// Objects with more entries than this are data (cut at whole entries); every result
+/// type's own objects have fewer fields.
+const MAP_MIN_ENTRIES: usize = 16;
 
 pub fn bound(mut value: Json, limit: usize, hint: &str) -> Json {
     let mut survey = Survey::of(&value);
@@ -20,10 +29,10 @@ pub fn bound(mut value: Json, limit: usize, hint: &str) -> Json {
     // Cut the largest arrays first, at whole entries, from the end.
     while excess > 0 {
         let Some(largest) = survey.largest.take() else { break };
-        let Some(array) = array_at(&mut value, &largest.path) else {
+        let Some(container) = container_at(&mut value, &largest.path) else {
             break;
         };
-        let removed = cut_array(array, &largest.entry_sizes, excess, &mut cut_off);
+        let removed = cut_container(container, &largest.entry_sizes, excess, &mut cut_off);
         if removed == 0 {
             break;
         }
@@ -79,9 +88,10 @@ struct Survey {
     largest: Option<Largest>,
 }
 
-/// The array with more than one entry whose entries add up to the most bytes (the
-/// first such in document order), found by the path of child positions that leads
-/// to it, with its entries' sizes.
+/// The array with more than one entry, or the map with more than [`MAP_MIN_ENTRIES`],
+/// whose entries add up to the most bytes (the first such in document order), found by
+/// the path of child positions that leads to it, with its entries' sizes (a map entry's
+/// with its key).
 struct Largest {
     content: usize,
     path: Vec<usize>,
@@ -141,13 +151,24 @@ impl Walk {
                 2 + items.len().saturating_sub(1) + content
             }
             Json::Object(object) => {
-                let mut size = 2 + object.len().saturating_sub(1);
+                let start = self.sizes.len();
+                let mut content = 0;
                 for (i, (key, item)) in object.iter().enumerate() {
                     self.path.push(i);
-                    size += string_len(key) + 1 + self.visit(item);
+                    let size = string_len(key) + 1 + self.visit(item);
                     self.path.pop();
+                    content += size;
+                    self.sizes.push(size);
                 }
-                size
+                if object.len() > MAP_MIN_ENTRIES && self.largest.as_ref().is_none_or(|l| content > l.content) {
+                    self.largest = Some(Largest {
+                        content,
+                        path: self.path.clone(),
+                        entry_sizes: self.sizes[start..].to_vec(),
+                    });
+                }
+                self.sizes.truncate(start);
+                2 + object.len().saturating_sub(1) + content
             }
         }
     }
@@ -214,8 +235,8 @@ static ESCAPE_EXTRA: [u8; 256] = {
     table
 };
 
-/// The array at `path` (child positions: array indices, object entries in order).
-fn array_at<'a>(value: &'a mut Json, path: &[usize]) -> Option<&'a mut Vec<Json>> {
+/// The value at `path` (child positions: array indices, object entries in order).
+fn container_at<'a>(value: &'a mut Json, path: &[usize]) -> Option<&'a mut Json> {
     let mut here = value;
     for &step in path {
         here = match here {
@@ -224,7 +245,12 @@ fn array_at<'a>(value: &'a mut Json, path: &[usize]) -> Option<&'a mut Vec<Json>
             _ => return None,
         };
     }
-    match here {
+    Some(here)
+}
+
+#[cfg(test)]
+fn array_at<'a>(value: &'a mut Json, path: &[usize]) -> Option<&'a mut Vec<Json>> {
+    match container_at(value, path)? {
         Json::Array(items) => Some(items),
         _ => None,
     }
@@ -241,24 +267,41 @@ fn drop_later(cut_off: Vec<Json>, bytes: usize) {
     }
 }
 
-/// Removes entries from the end of `array` (whose entries' sizes are `entry_sizes`)
-/// until at least `excess` bytes are gone, or one entry is left: a lone entry is better
-/// shortened than dropped. Returns the bytes removed; the entries go to `cut_off`.
-fn cut_array(array: &mut Vec<Json>, entry_sizes: &[usize], excess: usize, cut_off: &mut Vec<Json>) -> usize {
+/// Removes entries from the end of an array or map (whose entries' sizes are
+/// `entry_sizes`) until at least `excess` bytes are gone, or one entry is left: a lone
+/// entry is better shortened than dropped. Returns the bytes removed; the entries go to
+/// `cut_off`.
+fn cut_container(container: &mut Json, entry_sizes: &[usize], excess: usize, cut_off: &mut Vec<Json>) -> usize {
     let mut removed = 0;
-    while removed < excess && array.len() > 1 {
-        let Some(size) = entry_sizes.get(array.len() - 1) else {
-            break;
+    loop {
+        let len = match container {
+            Json::Array(items) => items.len(),
+            Json::Object(object) => object.len(),
+            _ => return removed,
         };
-        match array.pop() {
+        if removed >= excess || len <= 1 {
+            return removed;
+        }
+        let Some(size) = entry_sizes.get(len - 1) else {
+            return removed;
+        };
+        let entry = match container {
+            Json::Array(items) => items.pop(),
+            Json::Object(object) => {
+                // The last key: with `preserve_order`, removing it keeps the others' order.
+                let last = object.keys().next_back().cloned();
+                last.and_then(|key| object.remove(&key))
+            }
+            _ => None,
+        };
+        match entry {
             Some(entry) => {
                 removed += size + 1;
                 cut_off.push(entry);
             }
-            None => break,
+            None => return removed,
         }
     }
-    removed
 }
 
 fn longest_string(value: &mut Json) -> Option<&mut String> {
@@ -389,6 +432,34 @@ mod tests {
             assert_eq!(entry["seq"], json!(i));
         }
         assert_eq!(cut["total"], json!(10_000));
+    }
+
+    #[test]
+    fn large_maps_are_cut_at_whole_entries_too() {
+        // An exec returning a 400,000-key table: one array entry holding one huge map.
+        let table: serde_json::Map<String, Json> = (0..400_000).map(|i| (format!("k{i}"), json!(i))).collect();
+        let value = json!({"success": true, "returns": [table], "logs": []});
+        let cut = bound(value, 64 * 1024, "Return less.");
+        assert!(json_len(&cut) <= 64 * 1024, "{}", json_len(&cut));
+        assert_eq!(cut["truncated"], json!(true));
+        let kept = cut["returns"][0].as_object().unwrap();
+        assert!(kept.len() > 1000 && kept.len() < 400_000, "{}", kept.len());
+        // Whole entries, in order, from the start.
+        for (i, (key, entry)) in kept.iter().enumerate() {
+            assert_eq!((key.as_str(), entry), (format!("k{i}").as_str(), &json!(i)));
+        }
+        assert_eq!(cut["success"], json!(true));
+    }
+
+    #[test]
+    fn a_result_objects_own_fields_are_kept_and_its_long_string_shortened() {
+        let value = json!({"entries": [{"seq": 1, "level": "Print", "body": "x".repeat(200_000), "timestamp": 5}]});
+        let cut = bound(value, 16 * 1024, "Read less.");
+        assert!(json_len(&cut) <= 16 * 1024, "{}", json_len(&cut));
+        let entry = &cut["entries"][0];
+        for field in ["seq", "level", "body", "timestamp"] {
+            assert!(entry.get(field).is_some(), "{field} was cut: {entry}");
+        }
     }
 
     #[test]

@@ -63,8 +63,10 @@ impl Command for Exec {
         needs_session: true,
         default_context: Context::Server,
         timeout: Duration::from_secs(125),
-        kind: Kind::Write,
+        // It can do anything Luau can: destructive, and open-world (HttpService, …).
+        kind: Kind::Destructive,
         idempotent: false,
+        open_world: true,
         positional: &["script"],
         truncation_hint: "Return or print less (e.g. a count or a slice instead of a whole table).",
         follow_event: None,

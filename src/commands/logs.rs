@@ -84,6 +84,7 @@ impl Command for Logs {
         timeout: Duration::from_secs(10),
         kind: Kind::Read,
         idempotent: true,
+        open_world: false,
         positional: &[],
         truncation_hint: "Ask for fewer entries (count), filter by levels, or page with since.",
         follow_event: Some("log"),

@@ -24,7 +24,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value as Json};
 
 use crate::bridge::{Bridge, Call, CallHooks, Target};
-use crate::protocol::{Context, ErrorCode, ToolError, value};
+use crate::protocol::{Context, ErrorCode, Ran, ToolError, value};
 
 /// What a command does to Studio, for MCP annotations and agents' caution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +50,8 @@ pub struct Spec {
     pub timeout: Duration,
     pub kind: Kind,
     pub idempotent: bool,
+    /// Whether it can reach beyond Studio (MCP's `openWorldHint`): `exec` can.
+    pub open_world: bool,
     /// Arguments the CLI takes positionally, in order (`studio-bridge exec 'print(1)'`).
     pub positional: &'static [&'static str],
     /// Said to the agent when a result had to be cut: how to get the rest.
@@ -95,6 +97,9 @@ pub struct Invocation {
     pub hooks: CallHooks,
     /// This caller's default target (`studio_target`), one per MCP connection.
     pub defaults: Arc<Mutex<Target>>,
+    /// The session that answered the last plugin call, for the result's
+    /// `sessionId`/`context`.
+    ran: Mutex<Option<Ran>>,
 }
 
 impl Invocation {
@@ -119,7 +124,11 @@ impl Invocation {
             timeout,
             plugin_timeout,
         };
-        self.bridge.call(call, self.hooks.clone()).await
+        let reply = self.bridge.call(call, self.hooks.clone()).await?;
+        if let Some(ran) = reply.ran {
+            *self.ran.lock().unwrap_or_else(|p| p.into_inner()) = Some(ran);
+        }
+        Ok(reply.value)
     }
 }
 
@@ -190,7 +199,9 @@ impl<C: Command> DynCommand for Erased<C> {
     }
 
     fn output_schema(&self) -> Map<String, Json> {
-        schema_for::<C::Result>()
+        let mut schema = schema_for::<C::Result>();
+        add_result_properties(&mut schema, C::SPEC.needs_session);
+        schema
     }
 
     fn invoke<'a>(
@@ -203,10 +214,13 @@ impl<C: Command> DynCommand for Erased<C> {
             let mut target = parts.target;
             if C::SPEC.needs_session {
                 take_target(&mut args, &mut target)?;
+                // The default names an instance; the call's own context still chooses
+                // within it (PROTOCOL.md, Sessions).
                 let defaults = parts.defaults.lock().unwrap_or_else(|p| p.into_inner()).clone();
                 if target.session_id.is_none() && target.instance_id.is_none() {
                     target.session_id = defaults.session_id;
                     target.instance_id = defaults.instance_id;
+                    target.context = target.context.or(defaults.context);
                 }
             }
             let typed: C::Args = parse_args(C::SPEC.name, args)?;
@@ -215,9 +229,17 @@ impl<C: Command> DynCommand for Erased<C> {
                 target,
                 hooks: parts.hooks,
                 defaults: parts.defaults,
+                ran: Mutex::new(None),
             };
             let mut output = C::run(typed, &cx).await?;
-            output.json = bound::bound(output.json, limits.max_result_bytes, C::SPEC.truncation_hint);
+            let ran = cx.ran.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let (Some(ran), Json::Object(object)) = (ran, &mut output.json) {
+                object.insert("sessionId".into(), Json::String(ran.session_id));
+                object.insert("context".into(), Json::String(ran.context.as_str().into()));
+            }
+            // The agent receives the JSON twice, as text and as structuredContent, and
+            // both count against the bound.
+            output.json = bound::bound(output.json, limits.max_result_bytes / 2, C::SPEC.truncation_hint);
             Ok(output)
         })
     }
@@ -353,12 +375,45 @@ fn add_session_properties(schema: &mut Map<String, Json>) {
             }),
         );
         properties.insert(
+            "instanceId".into(),
+            serde_json::json!({
+                "type": "string",
+                "description": "Which Studio instance (from studio_sessions), when several are open."
+            }),
+        );
+        properties.insert(
             "context".into(),
             serde_json::json!({
                 "type": "string",
                 "enum": ["edit", "server", "client"],
                 "description": "Which DataModel during Play: edit, server or client. Omit for the command's default."
             }),
+        );
+    }
+}
+
+/// What every result may carry besides the command's own fields: where it ran (for
+/// session commands) and the bound's marker.
+fn add_result_properties(schema: &mut Map<String, Json>, needs_session: bool) {
+    let properties = schema.entry("properties").or_insert_with(|| Json::Object(Map::new()));
+    if let Json::Object(properties) = properties {
+        if needs_session {
+            properties.insert(
+                "sessionId".into(),
+                serde_json::json!({ "type": "string", "description": "The session that ran the call." }),
+            );
+            properties.insert(
+                "context".into(),
+                serde_json::json!({ "type": "string", "enum": ["edit", "server", "client"], "description": "The DataModel it ran in." }),
+            );
+        }
+        properties.insert(
+            "truncated".into(),
+            serde_json::json!({ "type": "boolean", "description": "True when the result was cut to fit the size bound." }),
+        );
+        properties.insert(
+            "truncatedHint".into(),
+            serde_json::json!({ "type": "string", "description": "How to get what was cut." }),
         );
     }
 }

@@ -61,6 +61,7 @@ impl Command for Query {
         timeout: Duration::from_secs(10),
         kind: Kind::Read,
         idempotent: true,
+        open_world: false,
         positional: &["path"],
         truncation_hint: "Query a narrower path, a smaller depth, or fewer properties.",
         follow_event: None,

@@ -46,6 +46,7 @@ impl Command for Screenshot {
         timeout: Duration::from_secs(15),
         kind: Kind::Read,
         idempotent: true,
+        open_world: false,
         positional: &[],
         truncation_hint: "",
         follow_event: None,

@@ -28,16 +28,18 @@ impl Command for Sessions {
         description: "List the connected Roblox Studio sessions (one per DataModel: edit, and server/client during Play). Call this first; pass a sessionId to other tools when several Studios are open.",
         needs_session: false,
         default_context: Context::Edit,
-        timeout: Duration::from_secs(2),
+        // Covers a new host's 3 s startup grace, in which an empty list waits for a plugin.
+        timeout: Duration::from_secs(4),
         kind: Kind::Read,
         idempotent: true,
+        open_world: false,
         positional: &[],
         truncation_hint: "",
         follow_event: None,
     };
 
     async fn run(_args: SessionsArgs, cx: &Invocation) -> Result<Output, ToolError> {
-        let sessions = cx.bridge.sessions().await?;
+        let sessions = cx.bridge.sessions(Self::SPEC.timeout).await?;
         Ok(Output::json(
             serde_json::to_value(SessionsResult { sessions }).unwrap_or_default(),
         ))

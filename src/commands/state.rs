@@ -35,6 +35,7 @@ impl Command for State {
         timeout: Duration::from_secs(5),
         kind: Kind::Read,
         idempotent: true,
+        open_world: false,
         positional: &[],
         truncation_hint: "",
         follow_event: None,

@@ -48,9 +48,11 @@ impl Command for TargetCommand {
         description: "Show or set this agent's default Studio (a sessionId or instanceId) for calls that name none. Use it when several Studio instances are open.",
         needs_session: false,
         default_context: Context::Edit,
-        timeout: Duration::from_secs(2),
+        // Covers a new host's 3 s startup grace (see `sessions`).
+        timeout: Duration::from_secs(4),
         kind: Kind::Read,
         idempotent: true,
+        open_world: false,
         positional: &[],
         truncation_hint: "",
         follow_event: None,
@@ -60,28 +62,36 @@ impl Command for TargetCommand {
         if args.clear && args.set.is_some() {
             return Err(ToolError::invalid_args("Pass either `set` or `clear`, not both."));
         }
-        let sessions = cx.bridge.sessions().await?;
+        let sessions = cx.bridge.sessions(Self::SPEC.timeout).await?;
         if let Some(choice) = args.set {
-            let known = match (&choice.session_id, &choice.instance_id) {
-                (Some(id), None) => sessions.iter().any(|s| &s.session_id == id),
-                (None, Some(id)) => sessions.iter().any(|s| &s.instance_id == id),
+            // The default names an instance, so that a call's own context (or, during
+            // Play, the command's default context) still chooses within it.
+            let instance = match (&choice.session_id, &choice.instance_id) {
+                (Some(id), None) => sessions
+                    .iter()
+                    .find(|s| &s.session_id == id)
+                    .map(|s| s.instance_id.clone()),
+                (None, Some(id)) => sessions
+                    .iter()
+                    .find(|s| &s.instance_id == id)
+                    .map(|s| s.instance_id.clone()),
                 _ => {
                     return Err(ToolError::invalid_args(
                         "`set` takes exactly one of `sessionId` or `instanceId` (from studio_sessions).",
                     ));
                 }
             };
-            if !known {
+            let Some(instance) = instance else {
                 return Err(ToolError::new(
                     ErrorCode::SessionNotFound,
                     "No connected session or instance has that id. Call studio_sessions and pick one of its ids.",
                 )
                 .with_details(json!({ "sessions": sessions })));
-            }
+            };
             let mut defaults = cx.defaults.lock().unwrap_or_else(|p| p.into_inner());
             *defaults = Target {
-                session_id: choice.session_id,
-                instance_id: choice.instance_id,
+                session_id: None,
+                instance_id: Some(instance),
                 context: None,
             };
         } else if args.clear {

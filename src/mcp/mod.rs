@@ -51,7 +51,7 @@ fn tool_for(command: &dyn DynCommand) -> Tool {
         .read_only(spec.kind == Kind::Read)
         .destructive(spec.kind == Kind::Destructive)
         .idempotent(spec.idempotent)
-        .open_world(false);
+        .open_world(spec.open_world);
     let mut tool = Tool::default();
     tool.name = format!("{TOOL_PREFIX}{}", spec.name).into();
     tool.description = Some(spec.description.into());
@@ -78,12 +78,13 @@ pub fn success_result(output: Output) -> CallToolResult {
     result
 }
 
-/// A tool-level failure: `isError: true` with `{"error": {code, message, details?}}`.
+/// A tool-level failure: `isError: true` with `{"error": {code, message, details?}}` as
+/// its text only. No `structuredContent`: clients built on the TypeScript SDK (Claude
+/// Code, the MCP Inspector) validate any `structuredContent` against the tool's
+/// `outputSchema`, error results included, and would show the agent a schema complaint
+/// instead of the guidance.
 pub fn error_result(error: &ToolError) -> CallToolResult {
-    let json = error.to_json();
-    let mut result = CallToolResult::error(vec![ContentBlock::text(json.to_string())]);
-    result.structured_content = Some(json);
-    result
+    CallToolResult::error(vec![ContentBlock::text(error.to_json().to_string())])
 }
 
 impl ServerHandler for McpServer {

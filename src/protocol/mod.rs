@@ -53,3 +53,11 @@ impl std::fmt::Display for Context {
         f.write_str(self.as_str())
     }
 }
+
+/// Where a call ran: the session that answered it. Every result a session produced says
+/// so (TOOLS.md, What the agent sees), and a peer learns it from the host's `result`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ran {
+    pub session_id: String,
+    pub context: Context,
+}

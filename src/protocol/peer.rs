@@ -6,7 +6,7 @@ use rmpv::Value as Msgpack;
 use serde::Serialize;
 
 use super::messages::{Fields, FrameError, as_f64, as_u64, into_string};
-use super::{Context, ErrorCode, ToolError, value};
+use super::{Context, ErrorCode, Ran, ToolError, value};
 use crate::bridge::Target;
 
 /// Peer → host.
@@ -43,6 +43,8 @@ pub enum HostReply {
     Result {
         id: u64,
         outcome: Result<Msgpack, ToolError>,
+        /// The session that ran the call (absent for `sessions` and `subscribe`).
+        ran: Option<Ran>,
     },
     Progress {
         id: u64,
@@ -138,7 +140,15 @@ impl HostReply {
                 } else {
                     Err(error(fields.take("error")))
                 };
-                HostReply::Result { id, outcome }
+                let session_id = fields.take("sessionId").and_then(into_string);
+                let context = fields
+                    .take("context")
+                    .and_then(into_string)
+                    .and_then(|c| Context::parse(&c));
+                let ran = session_id
+                    .zip(context)
+                    .map(|(session_id, context)| Ran { session_id, context });
+                HostReply::Result { id, outcome, ran }
             }
             "progress" => HostReply::Progress {
                 id: fields.uint("progress", "id")?,
@@ -214,6 +224,11 @@ pub enum HostOut<'a> {
         result: Option<&'a Msgpack>,
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<&'a ToolError>,
+        /// **As built:** where the call ran, for a `call` that reached a session.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        session_id: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        context: Option<Context>,
     },
     Progress {
         id: u64,
@@ -281,12 +296,18 @@ mod tests {
             ok: true,
             result: Some(&payload),
             error: None,
+            session_id: Some("S1"),
+            context: Some(Context::Server),
         });
         assert_eq!(
             HostReply::parse(decode(&bytes)).unwrap(),
             HostReply::Result {
                 id: 1,
-                outcome: Ok(payload)
+                outcome: Ok(payload),
+                ran: Some(Ran {
+                    session_id: "S1".into(),
+                    context: Context::Server
+                }),
             }
         );
         let failure = ToolError::new(ErrorCode::AmbiguousInstance, "pick one")
@@ -296,12 +317,15 @@ mod tests {
             ok: false,
             result: None,
             error: Some(&failure),
+            session_id: None,
+            context: None,
         });
         assert_eq!(
             HostReply::parse(decode(&bytes)).unwrap(),
             HostReply::Result {
                 id: 2,
-                outcome: Err(failure)
+                outcome: Err(failure),
+                ran: None,
             }
         );
     }

@@ -1,5 +1,6 @@
 //! Drives the real `studio-bridge mcp` binary over stdio with rmcp's client.
 
+use std::collections::HashMap;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
@@ -25,6 +26,9 @@ impl ClientHandler for Recorder {
 pub struct Mcp {
     pub client: RunningService<RoleClient, Recorder>,
     pub recorder: Recorder,
+    /// Each tool's `outputSchema`, from `tools/list` at spawn: every result is checked
+    /// against it, as the TypeScript SDK's client does.
+    output_schemas: HashMap<String, Json>,
     pub port: u16,
     /// The process id of the `studio-bridge mcp` child.
     pub pid: u32,
@@ -53,9 +57,20 @@ impl Mcp {
         let pid = transport.id().expect("child pid");
         let recorder = Recorder::default();
         let client = recorder.clone().serve(transport).await.expect("MCP initialize");
+        let output_schemas = client
+            .list_all_tools()
+            .await
+            .expect("tools/list")
+            .into_iter()
+            .filter_map(|tool| {
+                let schema = tool.output_schema?;
+                Some((tool.name.to_string(), Json::Object((*schema).clone())))
+            })
+            .collect();
         Mcp {
             client,
             recorder,
+            output_schemas,
             port,
             pid,
         }
@@ -65,10 +80,47 @@ impl Mcp {
         let Json::Object(arguments) = args else {
             panic!("arguments must be an object")
         };
-        self.client
+        let result = self
+            .client
             .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
             .await
-            .unwrap_or_else(|e| panic!("{tool} failed at the protocol level: {e}"))
+            .unwrap_or_else(|e| panic!("{tool} failed at the protocol level: {e}"));
+        self.check_against_schema(tool, &result);
+        result
+    }
+
+    /// What a strict client checks: a success's `structuredContent` is valid against the
+    /// tool's `outputSchema`; an error carries none (its JSON is in the text only).
+    pub fn check_against_schema(&self, tool: &str, result: &CallToolResult) {
+        if result.is_error == Some(true) {
+            assert!(
+                result.structured_content.is_none(),
+                "{tool}: an error result must not carry structuredContent (strict clients validate it against the outputSchema): {result:?}"
+            );
+            let error = error_of(result);
+            assert!(
+                error["code"].is_string() && error["message"].is_string(),
+                "{tool}: {error}"
+            );
+            return;
+        }
+        let Some(schema) = self.output_schemas.get(tool) else {
+            return;
+        };
+        let structured = result
+            .structured_content
+            .as_ref()
+            .unwrap_or_else(|| panic!("{tool}: a tool with an outputSchema must return structuredContent"));
+        let validator =
+            jsonschema::validator_for(schema).unwrap_or_else(|e| panic!("{tool}: invalid outputSchema: {e}"));
+        let problems: Vec<String> = validator
+            .iter_errors(structured)
+            .map(|e| format!("{} at {}", e, e.instance_path()))
+            .collect();
+        assert!(
+            problems.is_empty(),
+            "{tool}: structuredContent fails its outputSchema: {problems:?}\nresult: {structured}\nschema: {schema}"
+        );
     }
 
     /// Calls a tool that must succeed; returns its structured content.
@@ -82,8 +134,19 @@ impl Mcp {
     pub async fn err(&self, tool: &str, args: Json) -> Json {
         let result = self.call(tool, args).await;
         assert_eq!(result.is_error, Some(true), "{tool} should have failed: {result:?}");
-        structured(&result)["error"].clone()
+        error_of(&result)
     }
+}
+
+/// The `error` object of an error result, read from its text block (the only place it is).
+pub fn error_of(result: &CallToolResult) -> Json {
+    let text = result
+        .content
+        .iter()
+        .find_map(|c| c.as_text().map(|t| t.text.clone()))
+        .expect("an error result has a text block");
+    let json: Json = serde_json::from_str(&text).expect("the error text is JSON");
+    json["error"].clone()
 }
 
 /// The structured content of a result, checking that its text block carries the same
