@@ -729,3 +729,45 @@ async fn a_session_id_not_seen_yet_is_waited_for_during_the_startup_grace() {
     let (result, _plugin) = tokio::join!(call, plugin);
     assert_eq!(result["sessionId"], "A-edit");
 }
+
+#[tokio::test]
+async fn a_request_nested_too_deep_to_parse_still_gets_an_answer_for_its_id() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let mut child = tokio::process::Command::new(support::mcp_client::binary())
+        .args(["mcp", "--no-install-plugin", "--port", &free_port().to_string()])
+        .env("STUDIO_BRIDGE_LOG", "error")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
+    let deep = format!("{}1{}", "[".repeat(150), "]".repeat(150));
+    let call = format!(
+        r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"studio_exec","arguments":{{"script":"return 1","x":{deep}}}}}}}"#
+    );
+    let after = r#"{"jsonrpc":"2.0","id":6,"method":"tools/list"}"#;
+    let input =
+        format!("{initialize}\n{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}}\n{call}\n{after}\n");
+    stdin.write_all(input.as_bytes()).await.unwrap();
+    let mut answers = std::collections::HashMap::new();
+    while answers.len() < 3 {
+        let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+            .await
+            .expect("every request is answered")
+            .unwrap()
+            .expect("a line");
+        let message: serde_json::Value = serde_json::from_str(&line).unwrap();
+        answers.insert(message["id"].as_i64().unwrap(), message);
+    }
+    assert_eq!(answers[&5]["error"]["code"], -32700, "{}", answers[&5]);
+    assert!(
+        answers[&5]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("deeper than")
+    );
+    assert!(answers[&6]["result"]["tools"].is_array(), "the server carries on");
+}

@@ -5,6 +5,8 @@
 //! call, forwards progress and cancellation, and maps results and errors (TOOLS.md, What
 //! the agent sees). It holds no command-specific logic.
 
+mod nesting;
+
 use std::sync::{Arc, Mutex};
 
 use base64::Engine as _;
@@ -107,6 +109,13 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        if nesting::is_too_deep(&request.name) {
+            return Err(McpError::new(
+                rmcp::model::ErrorCode::PARSE_ERROR,
+                nesting::too_deep_message(),
+                None,
+            ));
+        }
         let command = request
             .name
             .strip_prefix(TOOL_PREFIX)
@@ -160,7 +169,8 @@ impl ServerHandler for McpServer {
 pub async fn serve_stdio(bridge: Bridge, limits: Limits) -> anyhow::Result<()> {
     use rmcp::ServiceExt as _;
     let server = McpServer::new(bridge, limits);
-    let running = server.serve(rmcp::transport::stdio_pipes()).await?;
+    let (stdin, stdout) = rmcp::transport::stdio_pipes();
+    let running = server.serve((nesting::NestingGuard::new(stdin), stdout)).await?;
     let reason = running.waiting().await?;
     tracing::info!(?reason, "MCP client disconnected");
     Ok(())
