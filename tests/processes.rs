@@ -372,3 +372,73 @@ async fn logs_follow_streams_log_events_through_the_host() {
     assert_eq!(line, "[Warning] streamed line");
     let _ = follower.kill().await;
 }
+
+fn empty_logs() -> support::fake_plugin::Handler {
+    handler(|action, args| match action {
+        "logs" => Reply::Ok(support::fake_plugin::value_map(vec![
+            ("entries", Value::Array(vec![])),
+            ("total", 0.into()),
+            ("bufferCapacity", 10000.into()),
+            ("nextSince", 0.into()),
+        ])),
+        _ => studio_like()(action, args),
+    })
+}
+
+fn log_line(seq: u64, body: &str) -> Value {
+    support::fake_plugin::value_map(vec![
+        ("seq", seq.into()),
+        ("level", "Print".into()),
+        ("body", body.into()),
+        ("timestamp", 0.into()),
+    ])
+}
+
+#[tokio::test]
+async fn logs_follow_as_the_host_survives_a_burst_and_keeps_to_its_context() {
+    let port = free_port();
+    // The follower is the host itself (no other studio-bridge runs).
+    let mut follower = tokio::process::Command::new(binary())
+        .args(["logs", "--port", &port.to_string(), "--follow", "--context", "edit"])
+        .env("STUDIO_BRIDGE_LOG", "error")
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let edit = FakePlugin::start(port, Identity::play("A", "edit"), empty_logs());
+    let server = FakePlugin::start(port, Identity::play("A", "server"), empty_logs());
+    edit.wait("the follower's logs call", Duration::from_secs(10), |log| {
+        log.requests.iter().any(|r| r.action == "logs")
+    })
+    .await;
+    server
+        .wait("the server's welcome", Duration::from_secs(10), |log| log.welcomes > 0)
+        .await;
+    let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(follower.stdout.take().unwrap()));
+    server.send_event("log", log_line(1, "from the server"));
+    // More than the host's event buffer (1024) at once.
+    for seq in 1..=3000 {
+        edit.send_event("log", log_line(seq, &format!("burst {seq}")));
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    let mut seq = 3000;
+    loop {
+        seq += 1;
+        edit.send_event("log", log_line(seq, "after the burst"));
+        match tokio::time::timeout(Duration::from_millis(500), lines.next_line()).await {
+            Ok(Ok(Some(line))) => {
+                assert!(
+                    !line.contains("from the server"),
+                    "--context edit must not show the server's lines"
+                );
+                if line.contains("after the burst") {
+                    break;
+                }
+            }
+            Err(_) => {}
+            Ok(other) => panic!("the follower ended after the burst: {other:?}"),
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no line after the burst");
+    }
+    let _ = follower.kill().await;
+}

@@ -11,6 +11,7 @@
 //! goes away, each peer fails its in-flight calls with `host_lost` (never re-sent),
 //! waits 0–500 ms of jitter (none after a clean shutdown) and races to bind again.
 
+pub mod budget;
 pub mod connection;
 pub mod host;
 pub mod origin;
@@ -163,19 +164,13 @@ impl Bridge {
         match self.settled(deadline, &CancellationToken::new()).await? {
             Role::Host(registry) => {
                 let (sender, receiver) = mpsc::unbounded_channel();
-                let mut feed = registry.subscribe_events();
-                let (target, events) = (target.clone(), events.to_vec());
-                tokio::spawn(async move {
-                    while let Ok(event) = feed.recv().await {
-                        let wanted = events.is_empty() || events.contains(&event.event);
-                        if wanted
-                            && peer_server::matches_target(&registry, &target, &event.session_id)
-                            && sender.send(event).is_err()
-                        {
-                            return;
-                        }
-                    }
-                });
+                tokio::spawn(peer_server::forward_events(
+                    registry,
+                    target.clone(),
+                    events.to_vec(),
+                    CancellationToken::new(),
+                    move |event| sender.send(event).is_ok(),
+                ));
                 Ok(receiver)
             }
             Role::Peer(link) => link.subscribe(target, events),

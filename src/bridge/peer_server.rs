@@ -9,12 +9,12 @@ use std::sync::{Arc, Mutex};
 use axum::extract::ws::{Message, WebSocket};
 use futures_util::StreamExt;
 use rmpv::Value as Msgpack;
-use tokio::sync::mpsc;
+use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::connection::write_loop;
 use super::registry::{self, Outbound, Registry};
-use super::{Call, CallHooks, Progress, Target};
+use super::{Call, CallHooks, Progress, SessionEvent, Target};
 use crate::protocol::messages::{Frame, Framing, decode_frame};
 use crate::protocol::peer::{HostOut, PeerRequest, encode};
 use crate::protocol::{Context, value};
@@ -181,7 +181,6 @@ fn handle(
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .insert(id, cancel.clone());
-            let mut feed = registry.subscribe_events();
             let registry = Arc::clone(registry);
             let outbound = outbound.clone();
             send(
@@ -195,49 +194,70 @@ fn handle(
                     context: None,
                 },
             );
-            tokio::spawn(async move {
-                loop {
-                    let event = tokio::select! {
-                        () = cancel.cancelled() => return,
-                        event = feed.recv() => event,
-                    };
-                    match event {
-                        Ok(event) => {
-                            let wanted = events.is_empty() || events.contains(&event.event);
-                            if wanted && matches_target(&registry, &target, &event.session_id) {
-                                send(
-                                    &outbound,
-                                    &HostOut::Event {
-                                        id,
-                                        session_id: &event.session_id,
-                                        event: &event.event,
-                                        data: &event.data,
-                                    },
-                                );
-                            }
-                        }
-                        Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
-                            tracing::warn!(missed, "a subscriber fell behind; events were skipped");
-                        }
-                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-                    }
-                }
-            });
+            tokio::spawn(forward_events(registry, target, events, cancel, move |event| {
+                send(
+                    &outbound,
+                    &HostOut::Event {
+                        id,
+                        session_id: &event.session_id,
+                        event: &event.event,
+                        data: &event.data,
+                    },
+                );
+                !outbound.is_closed()
+            }));
         }
         PeerRequest::Unknown(kind) => tracing::debug!(%kind, "ignored an unknown peer message"),
     }
 }
 
-/// Whether an event from `session_id` is one the subscriber asked for.
-pub(super) fn matches_target(registry: &Registry, target: &Target, session_id: &str) -> bool {
+/// Feeds a subscriber (a peer's `subscribe`, or this host's own `logs --follow`) the
+/// events it asked for until `deliver` says it is gone, it is cancelled, or the host
+/// stops. One forwarder for both, so they cannot diverge: a subscriber that falls behind
+/// a burst skips what it missed (with a warning) and carries on; it never ends silently.
+pub(super) async fn forward_events(
+    registry: Arc<Registry>,
+    target: Target,
+    events: Vec<String>,
+    cancel: CancellationToken,
+    mut deliver: impl FnMut(SessionEvent) -> bool,
+) {
+    let mut feed = registry.subscribe_events();
+    loop {
+        let event = tokio::select! {
+            () = cancel.cancelled() => return,
+            event = feed.recv() => event,
+        };
+        match event {
+            Ok(event) => {
+                let wanted = events.is_empty() || events.contains(&event.event);
+                if wanted && matches_target(&registry, &target, &event.session_id) && !deliver(event) {
+                    return;
+                }
+            }
+            Err(broadcast::error::RecvError::Lagged(missed)) => {
+                tracing::warn!(
+                    missed,
+                    "a subscriber fell behind a burst of events; {missed} were skipped"
+                );
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}
+
+/// Whether an event from `session_id` is one the subscriber asked for: its session, or
+/// its instance's sessions, narrowed to its context when it named one.
+fn matches_target(registry: &Registry, target: &Target, session_id: &str) -> bool {
     if let Some(wanted) = &target.session_id {
         return wanted == session_id;
     }
-    if let Some(instance) = &target.instance_id {
-        return registry
-            .sessions()
-            .iter()
-            .any(|s| s.session_id == session_id && &s.instance_id == instance);
+    if target.instance_id.is_none() && target.context.is_none() {
+        return true;
     }
-    true
+    registry.sessions().iter().any(|s| {
+        s.session_id == session_id
+            && target.instance_id.as_ref().is_none_or(|i| &s.instance_id == i)
+            && target.context.is_none_or(|c| s.context == c)
+    })
 }
