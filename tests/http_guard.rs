@@ -106,3 +106,70 @@ async fn a_browser_origin_is_refused_before_the_upgrade() {
     .unwrap();
     assert!(status.contains("101"), "{status}");
 }
+
+async fn plugin_socket(
+    port: u16,
+) -> Result<
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+    tokio_tungstenite::tungstenite::Error,
+> {
+    tokio_tungstenite::connect_async(format!("ws://127.0.0.1:{port}/v1/plugin"))
+        .await
+        .map(|(socket, _)| socket)
+}
+
+#[tokio::test]
+async fn a_large_frame_before_hello_closes_the_connection_unread() {
+    use futures_util::{SinkExt, StreamExt};
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let mut stranger = plugin_socket(port).await.expect("upgrade");
+    // 8 MiB of msgpack nils would decode to hundreds of MiB of values.
+    let _ = stranger
+        .send(tokio_tungstenite::tungstenite::Message::Binary(
+            vec![0xc0u8; 8 << 20].into(),
+        ))
+        .await;
+    let ended = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match stranger.next().await {
+                None | Some(Err(_)) | Some(Ok(tokio_tungstenite::tungstenite::Message::Close(_))) => return,
+                Some(Ok(_)) => {}
+            }
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the host kept the connection open");
+    // The host is unharmed and a real plugin still gets in.
+    let _plugin = support::fake_plugin::FakePlugin::connect(
+        port,
+        support::fake_plugin::Identity::edit("A"),
+        support::fake_plugin::studio_like(),
+    )
+    .await;
+    let state = mcp.ok("studio_state", serde_json::json!({})).await;
+    assert_eq!(state["state"], "Edit");
+}
+
+#[tokio::test]
+async fn connections_that_have_not_said_hello_are_capped() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let mut waiting = Vec::new();
+    for _ in 0..16 {
+        waiting.push(plugin_socket(port).await.expect("one of the first 16"));
+    }
+    match plugin_socket(port).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => assert_eq!(response.status(), 503),
+        other => panic!("the 17th should be refused with 503: {:?}", other.map(|_| ())),
+    }
+    drop(waiting);
+    // Their slots come back once they are gone.
+    let _plugin = support::fake_plugin::FakePlugin::connect(
+        port,
+        support::fake_plugin::Identity::edit("A"),
+        support::fake_plugin::studio_like(),
+    )
+    .await;
+    assert_eq!(mcp.ok("studio_state", serde_json::json!({})).await["state"], "Edit");
+}

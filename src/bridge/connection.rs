@@ -11,6 +11,7 @@ use futures_util::{SinkExt, StreamExt};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::budget;
 use super::registry::{Link, Outbound, Registry};
 use super::{Progress, SessionEvent};
 use crate::protocol::messages::{
@@ -35,9 +36,18 @@ enum End {
     Dead,
 }
 
-pub async fn serve_plugin(socket: WebSocket, registry: Arc<Registry>, shutdown: CancellationToken) {
+/// Serves one plugin connection; `identified` runs once its `hello` is accepted (it
+/// lifts the connection's pre-hello read budget, see `budget.rs`) or refused.
+pub async fn serve_plugin(
+    socket: WebSocket,
+    registry: Arc<Registry>,
+    shutdown: CancellationToken,
+    identified: impl FnOnce(),
+) {
     let (mut sink, mut stream) = socket.split();
-    let (hello, framing) = match read_hello(&mut stream, registry.max_message_bytes).await {
+    let hello = read_hello(&mut stream, registry.max_message_bytes.min(budget::HELLO_BYTES)).await;
+    identified();
+    let (hello, framing) = match hello {
         Ok(found) => found,
         Err((code, message)) => {
             tracing::warn!(%message, "plugin connection refused");

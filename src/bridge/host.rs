@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{Request, State, WebSocketUpgrade};
+use axum::extract::{ConnectInfo, Request, State, WebSocketUpgrade};
 use axum::http::header::AUTHORIZATION;
 use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
@@ -19,6 +19,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::budget::{CappedListener, PendingSlot, ReadBudget};
 use super::registry::Registry;
 use super::{connection, origin, peer_server, token};
 use crate::protocol::{PROTOCOL_VERSION, SERVER_VERSION};
@@ -59,6 +60,8 @@ struct AppState {
     token: Arc<str>,
     shutdown: CancellationToken,
     connections: TaskTracker,
+    /// Plugin connections that have not said hello yet.
+    unidentified: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Host {
@@ -100,13 +103,17 @@ impl Host {
             token: Arc::clone(&token),
             shutdown: shutdown.clone(),
             connections: connections.clone(),
+            unidentified: Arc::default(),
         };
         let app = router(state);
         let stop = stop_accepting.clone();
         let task = tokio::spawn(async move {
-            let served = axum::serve(listener, app)
-                .with_graceful_shutdown(stop.cancelled_owned())
-                .await;
+            let served = axum::serve(
+                CappedListener(listener),
+                app.into_make_service_with_connect_info::<ReadBudget>(),
+            )
+            .with_graceful_shutdown(stop.cancelled_owned())
+            .await;
             if let Err(error) = served {
                 tracing::error!(%error, "bridge host stopped");
             }
@@ -174,18 +181,44 @@ fn wire_limit(registry: &Registry) -> usize {
     registry.max_message_bytes / 3 * 4 + 16
 }
 
-async fn plugin_socket(State(state): State<AppState>, upgrade: WebSocketUpgrade) -> Response {
+async fn plugin_socket(
+    State(state): State<AppState>,
+    ConnectInfo(budget): ConnectInfo<ReadBudget>,
+    upgrade: WebSocketUpgrade,
+) -> Response {
+    let Some(slot) = PendingSlot::take(&state.unidentified) else {
+        tracing::warn!("refused a plugin connection: too many are waiting to say hello");
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too many plugin connections are waiting to say hello; retry shortly",
+        )
+            .into_response();
+    };
     let limit = wire_limit(&state.registry);
     let tracker = state.connections.clone();
     upgrade
         .max_message_size(limit)
         .max_frame_size(limit)
         .on_upgrade(move |socket| {
-            tracker.track_future(connection::serve_plugin(socket, state.registry, state.shutdown))
+            let identified = move || {
+                budget.lift();
+                drop(slot);
+            };
+            tracker.track_future(connection::serve_plugin(
+                socket,
+                state.registry,
+                state.shutdown,
+                identified,
+            ))
         })
 }
 
-async fn peer_socket(State(state): State<AppState>, headers: HeaderMap, upgrade: WebSocketUpgrade) -> Response {
+async fn peer_socket(
+    State(state): State<AppState>,
+    ConnectInfo(budget): ConnectInfo<ReadBudget>,
+    headers: HeaderMap,
+    upgrade: WebSocketUpgrade,
+) -> Response {
     let presented = headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok());
     if !token::authorized(presented, &state.token) {
         tracing::warn!("refused a peer without the right token");
@@ -195,6 +228,8 @@ async fn peer_socket(State(state): State<AppState>, headers: HeaderMap, upgrade:
         )
             .into_response();
     }
+    // A peer with the token is another studio-bridge of this user: no cap.
+    budget.lift();
     let limit = wire_limit(&state.registry);
     let tracker = state.connections.clone();
     upgrade

@@ -60,9 +60,16 @@ impl Command for Screenshot {
         }
         let result = cx.call_plugin(&Self::SPEC, &args, Self::SPEC.timeout, None).await?;
         let raw = RawImage::from_plugin(result)?;
-        let (width, height, rgba) = crate::image::fit_width(raw.width, raw.height, raw.rgba, args.max_width);
-        let png = crate::image::encode_png(width, height, &rgba)
-            .map_err(|e| bad_result("screenshot", &format!("PNG encoding failed: {e}")))?;
+        // Scaling and PNG encoding take milliseconds of CPU per frame: off the async
+        // workers, so that other callers' calls are not held up behind them.
+        let max_width = args.max_width;
+        let (width, height, png) = tokio::task::spawn_blocking(move || {
+            let (width, height, rgba) = crate::image::fit_width(raw.width, raw.height, raw.rgba, max_width);
+            crate::image::encode_png(width, height, &rgba).map(|png| (width, height, png))
+        })
+        .await
+        .map_err(|e| bad_result("screenshot", &format!("the encoder stopped: {e}")))?
+        .map_err(|e| bad_result("screenshot", &format!("PNG encoding failed: {e}")))?;
         Ok(Output {
             json: json!({ "width": width, "height": height }),
             image: Some(png),
@@ -95,11 +102,15 @@ impl RawImage {
         let (Some(width), Some(height), Some(rgba)) = (width, height, rgba) else {
             return Err(bad_result("screenshot", "expected width, height and binary rgba"));
         };
-        let expected = u64::from(width) * u64::from(height) * 4;
-        if rgba.len() as u64 != expected || width == 0 || height == 0 {
+        // Checked: the dimensions come from the plugin, and a product that wrapped could
+        // match a small payload and then size an allocation that aborts the process.
+        let expected = u64::from(width)
+            .checked_mul(u64::from(height))
+            .and_then(|pixels| pixels.checked_mul(4));
+        if expected != Some(rgba.len() as u64) || width == 0 || height == 0 {
             return Err(bad_result(
                 "screenshot",
-                &format!("{width}×{height} needs {expected} RGBA bytes, got {}", rgba.len()),
+                &format!("{width}×{height} does not match {} RGBA bytes", rgba.len()),
             ));
         }
         Ok(RawImage { width, height, rgba })
@@ -111,5 +122,29 @@ fn as_dimension(value: &Msgpack) -> Option<u32> {
         Msgpack::Integer(i) => i.as_u64().and_then(|n| u32::try_from(n).ok()),
         Msgpack::F64(f) if f.fract() == 0.0 && *f >= 0.0 && *f <= f64::from(u32::MAX) => Some(*f as u32),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(width: u64, height: u64, bytes: usize) -> Msgpack {
+        Msgpack::Map(vec![
+            ("width".into(), width.into()),
+            ("height".into(), height.into()),
+            ("rgba".into(), Msgpack::Binary(vec![0; bytes])),
+        ])
+    }
+
+    #[test]
+    fn dimensions_must_match_the_payload_without_overflow() {
+        assert!(RawImage::from_plugin(raw(2, 3, 24)).is_ok());
+        assert!(RawImage::from_plugin(raw(2, 3, 23)).is_err());
+        assert!(RawImage::from_plugin(raw(0, 3, 0)).is_err());
+        // 2^32-1 squared times 4 does not fit in 64 bits: refused, not wrapped.
+        let max = u64::from(u32::MAX);
+        let err = RawImage::from_plugin(raw(max, max, 16)).err().expect("refused");
+        assert_eq!(err.code, crate::protocol::ErrorCode::PluginError);
     }
 }
