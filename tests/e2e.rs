@@ -771,3 +771,42 @@ async fn a_request_nested_too_deep_to_parse_still_gets_an_answer_for_its_id() {
     );
     assert!(answers[&6]["result"]["tools"].is_array(), "the server carries on");
 }
+
+#[tokio::test]
+async fn a_huge_map_is_cut_and_text_plus_structured_content_stay_within_the_bound() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &["--max-result-kib", "64"]).await;
+    let _plugin = FakePlugin::connect(
+        port,
+        Identity::edit("A"),
+        handler(|_, _| {
+            // An exec returning a 100,000-key table.
+            let table: Vec<(Value, Value)> = (0..100_000).map(|i| (format!("k{i}").into(), i.into())).collect();
+            Reply::Ok(value_map(vec![
+                ("success", true.into()),
+                ("returns", Value::Array(vec![Value::Map(table)])),
+                ("logs", Value::Array(vec![])),
+            ]))
+        }),
+    )
+    .await;
+    let result = mcp
+        .call("studio_exec", json!({"script": "return big", "context": "edit"}))
+        .await;
+    let text: usize = result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.len()))
+        .sum();
+    let structured = serde_json::to_string(result.structured_content.as_ref().unwrap())
+        .unwrap()
+        .len();
+    assert!(
+        text + structured <= 64 * 1024,
+        "text {text} + structuredContent {structured}"
+    );
+    let json = result.structured_content.unwrap();
+    assert_eq!(json["truncated"], true);
+    let kept = json["returns"][0].as_object().unwrap();
+    assert!(kept.len() > 100 && kept.len() < 100_000, "{}", kept.len());
+}

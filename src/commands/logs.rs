@@ -24,7 +24,7 @@ pub struct LogsArgs {
     /// Include studio-bridge's own `[StudioBridge]` lines.
     #[serde(default)]
     pub include_internal: bool,
-    /// Only entries after this sequence number: pass the previous result's `nextSince` to read on.
+    /// Only entries after this sequence number, oldest first (whatever `direction` says): pass the previous result's `nextSince` to read on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since: Option<u64>,
 }
@@ -58,6 +58,9 @@ pub struct LogsResult {
     pub buffer_capacity: u64,
     /// Pass as `since` to get only newer entries.
     pub next_since: u64,
+    /// Lines after `since` that the buffer no longer holds (overwritten before they were read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missed: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub truncated: Option<bool>,
 }

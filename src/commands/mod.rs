@@ -237,6 +237,13 @@ impl<C: Command> DynCommand for Erased<C> {
                 object.insert("sessionId".into(), Json::String(ran.session_id));
                 object.insert("context".into(), Json::String(ran.context.as_str().into()));
             }
+            // A plugin that cut its own result (query's budget) gets the same hint.
+            if let Json::Object(object) = &mut output.json
+                && object.get("truncated") == Some(&Json::Bool(true))
+                && !object.contains_key("truncatedHint")
+            {
+                object.insert("truncatedHint".into(), Json::String(C::SPEC.truncation_hint.into()));
+            }
             // The agent receives the JSON twice, as text and as structuredContent, and
             // both count against the bound.
             output.json = bound::bound(output.json, limits.max_result_bytes / 2, C::SPEC.truncation_hint);
