@@ -84,11 +84,42 @@ async fn main() -> anyhow::Result<()> {
     if wants("B6") || wants("B7") {
         peers(&plan, &mut report, wants("B6"), wants("B7")).await?;
     }
+    if wants("B9") {
+        b9(&mut report);
+    }
     report.print(quick);
     let path = out_dir.join("bridge.json");
     std::fs::write(&path, serde_json::to_string_pretty(&report.to_json(quick))?)?;
     println!("\nJSON: {}", path.display());
     Ok(())
+}
+
+/// B9: what the tool catalogue costs an agent's context (name + description + input
+/// schema per tool, as `tools/list` sends them), so the number stays visible as commands
+/// are added. Measured, not timed: one value each.
+fn b9(report: &mut Report) {
+    let tools = studio_bridge::mcp::catalogue();
+    let sizes: Vec<f64> = tools
+        .iter()
+        .map(|t| studio_bridge::mcp::catalogue_bytes(t) as f64)
+        .collect();
+    let total: f64 = sizes.iter().sum();
+    let largest = sizes.iter().copied().fold(0.0, f64::max);
+    report.row("B9", "catalogue bytes in all", vec![total], Unit::Bytes, Target::None);
+    report.row(
+        "B9",
+        "catalogue bytes per tool, mean",
+        vec![total / sizes.len().max(1) as f64],
+        Unit::Bytes,
+        Target::AtMost(400.0),
+    );
+    report.row(
+        "B9",
+        "catalogue bytes, largest tool",
+        vec![largest],
+        Unit::Bytes,
+        Target::AtMost(700.0),
+    );
 }
 
 /// How much to measure: every figure is a median over `runs`.
@@ -906,6 +937,7 @@ enum Unit {
     Millis,
     MiB,
     PerSec,
+    Bytes,
 }
 
 impl Unit {
@@ -915,12 +947,13 @@ impl Unit {
             Unit::Millis => "ms",
             Unit::MiB => "MiB",
             Unit::PerSec => "calls/s",
+            Unit::Bytes => "bytes",
         }
     }
 
     fn format(self, value: f64) -> String {
         match self {
-            Unit::Micros | Unit::PerSec => format!("{value:.0}"),
+            Unit::Micros | Unit::PerSec | Unit::Bytes => format!("{value:.0}"),
             Unit::Millis if value < 10.0 => format!("{value:.2}"),
             Unit::Millis => format!("{value:.1}"),
             Unit::MiB => format!("{value:.1}"),

@@ -38,13 +38,6 @@ const VALIDATION_COMPLAINTS: [&str; 6] = [
     "declares an output schema but returned no structured content",
 ];
 
-/// Error-severity findings of `--strict` (tool, schema path) known in our schemas and
-/// reported upstream of this test; any other one fails it. Remove an entry once fixed.
-const KNOWN_STRICT_ERRORS: [(&str, &str); 1] = [
-    // `returns: Vec<serde_json::Value>` makes schemars write `"items": true`.
-    ("studio_exec", "outputSchema.properties.returns.items"),
-];
-
 /// Every Inspector run is bounded: a hung one fails the test instead of blocking it.
 const RUN_TIMEOUT: Duration = Duration::from_secs(90);
 
@@ -201,22 +194,11 @@ async fn the_mcp_inspector_accepts_our_tools_and_results() {
         .filter_map(|tool| tool["name"].as_str())
         .collect();
     assert_eq!(names, TOOLS, "{list}");
+    // The schema lint finds nothing, not even a warning (type arrays, bare `true`).
     let errors = list.strict_errors();
-    let unknown: Vec<&(String, String)> = errors
-        .iter()
-        .filter(|(tool, path)| !KNOWN_STRICT_ERRORS.contains(&(tool.as_str(), path.as_str())))
-        .collect();
-    assert!(unknown.is_empty(), "new --strict schema errors {unknown:?}:\n{list}");
-    let expected_code = if errors.is_empty() { 0 } else { 6 };
-    assert_eq!(list.code, Some(expected_code), "{list}");
-    for known in KNOWN_STRICT_ERRORS {
-        if !errors
-            .iter()
-            .any(|(tool, path)| (tool.as_str(), path.as_str()) == known)
-        {
-            eprintln!("note: --strict no longer reports {known:?}: remove it from KNOWN_STRICT_ERRORS");
-        }
-    }
+    assert!(errors.is_empty(), "--strict schema errors {errors:?}:\n{list}");
+    assert!(!list.stderr.contains("Warning"), "--strict schema warnings:\n{list}");
+    assert_eq!(list.code, Some(0), "{list}");
 
     // An error result (no Studio, after the startup grace): readable, and no
     // structuredContent for the Inspector to hold against the outputSchema.

@@ -20,10 +20,10 @@ const HOST_GRACE: Duration = Duration::from_secs(5);
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ExecArgs {
-    /// Luau source, run as a chunk. `return` values come back in `returns`.
+    /// A Luau chunk; what it returns comes back in `returns`.
     pub script: String,
-    /// Stop the script after this many milliseconds (1–600000; enforced where it yields).
     #[serde(default = "default_timeout_ms")]
+    #[schemars(range(min = 1, max = 600_000))]
     pub timeout_ms: u64,
 }
 
@@ -59,7 +59,7 @@ impl Command for Exec {
     type Result = ExecResult;
     const SPEC: Spec = Spec {
         name: "exec",
-        description: "Run Luau in Studio and get its return values, printed output and any error with its line. Runs on the server during Play, in the edit DataModel otherwise.",
+        description: "Run Luau in Studio: returns, output, errors with lines. Server during Play.",
         needs_session: true,
         default_context: Context::Server,
         timeout: Duration::from_secs(125),

@@ -11,20 +11,17 @@ use crate::protocol::{Context, ToolError};
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct LogsArgs {
-    /// How many entries to return (1–10000).
     #[serde(default = "default_count")]
     #[schemars(range(min = 1, max = 10000))]
     pub count: u32,
-    /// `tail` for the newest entries, `head` for the oldest.
     #[serde(default)]
     pub direction: Direction,
-    /// Only these levels (default: all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub levels: Option<Vec<Level>>,
-    /// Include studio-bridge's own `[StudioBridge]` lines.
+    /// studio-bridge's own lines too.
     #[serde(default)]
     pub include_internal: bool,
-    /// Only entries after this sequence number, oldest first (whatever `direction` says): pass the previous result's `nextSince` to read on.
+    /// Entries after this seq, oldest first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since: Option<u64>,
 }
@@ -81,7 +78,7 @@ impl Command for Logs {
     type Result = LogsResult;
     const SPEC: Spec = Spec {
         name: "logs",
-        description: "Read Studio's output log (print, warn, errors). Use `since` with the last `nextSince` to see only what is new after an action.",
+        description: "Read Studio's output. Pass the last nextSince as since for only what is new.",
         needs_session: true,
         default_context: Context::Edit,
         timeout: Duration::from_secs(10),

@@ -6,6 +6,7 @@ mod bound;
 pub mod exec;
 pub mod logs;
 pub mod query;
+mod schema;
 pub mod screenshot;
 pub mod sessions;
 pub mod state;
@@ -25,6 +26,7 @@ use serde_json::{Map, Value as Json};
 
 use crate::bridge::{Bridge, Call, CallHooks, Target};
 use crate::protocol::{Context, ErrorCode, Ran, ToolError, value};
+use schema::{add_result_properties, add_session_properties, schema_for};
 
 /// What a command does to Studio, for MCP annotations and agents' caution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -315,114 +317,6 @@ fn parse_args<T: DeserializeOwned>(command: &str, args: Map<String, Json>) -> Re
         };
         ToolError::invalid_args(message)
     })
-}
-
-/// Input and output schemas, inlined (no `$ref`), without the non-standard numeric
-/// `format`s schemars adds (`uint32`, `double`), which strict clients reject.
-fn schema_for<T: JsonSchema>() -> Map<String, Json> {
-    let settings = schemars::generate::SchemaSettings::draft2020_12().with(|s| {
-        s.inline_subschemas = true;
-    });
-    let schema = settings.into_generator().into_root_schema_for::<T>();
-    let mut json = match schema.to_value() {
-        Json::Object(map) => map,
-        _ => Map::new(),
-    };
-    json.remove("$schema");
-    json.remove("title");
-    strip_numeric_formats(&mut json);
-    json.entry("type").or_insert_with(|| Json::String("object".into()));
-    json.entry("properties").or_insert_with(|| Json::Object(Map::new()));
-    json
-}
-
-fn strip_numeric_formats(map: &mut Map<String, Json>) {
-    if let Some(Json::String(format)) = map.get("format")
-        && matches!(
-            format.as_str(),
-            "uint"
-                | "uint8"
-                | "uint16"
-                | "uint32"
-                | "uint64"
-                | "int"
-                | "int8"
-                | "int16"
-                | "int32"
-                | "int64"
-                | "double"
-                | "float"
-        )
-    {
-        map.remove("format");
-    }
-    for child in map.values_mut() {
-        match child {
-            Json::Object(inner) => strip_numeric_formats(inner),
-            Json::Array(items) => {
-                for item in items {
-                    if let Json::Object(inner) = item {
-                        strip_numeric_formats(inner);
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-}
-
-fn add_session_properties(schema: &mut Map<String, Json>) {
-    let properties = schema.entry("properties").or_insert_with(|| Json::Object(Map::new()));
-    if let Json::Object(properties) = properties {
-        properties.insert(
-            "sessionId".into(),
-            serde_json::json!({
-                "type": "string",
-                "description": "Which Studio session to use (from studio_sessions). Omit when one Studio is open."
-            }),
-        );
-        properties.insert(
-            "instanceId".into(),
-            serde_json::json!({
-                "type": "string",
-                "description": "Which Studio instance (from studio_sessions), when several are open."
-            }),
-        );
-        properties.insert(
-            "context".into(),
-            serde_json::json!({
-                "type": "string",
-                "enum": ["edit", "server", "client"],
-                "description": "Which DataModel during Play: edit, server or client. Omit for the command's default."
-            }),
-        );
-    }
-}
-
-/// What every result may carry besides the command's own fields: where it ran (for
-/// session commands) and the bound's marker.
-fn add_result_properties(schema: &mut Map<String, Json>, needs_session: bool) {
-    let properties = schema.entry("properties").or_insert_with(|| Json::Object(Map::new()));
-    if let Json::Object(properties) = properties {
-        if needs_session {
-            properties.insert(
-                "sessionId".into(),
-                serde_json::json!({ "type": "string", "description": "The session that ran the call." }),
-            );
-            properties.insert(
-                "context".into(),
-                serde_json::json!({ "type": "string", "enum": ["edit", "server", "client"], "description": "The DataModel it ran in." }),
-            );
-        }
-        properties.insert(
-            "truncated".into(),
-            serde_json::json!({ "type": "boolean", "description": "True when the result was cut to fit the size bound." }),
-        );
-        properties.insert(
-            "truncatedHint".into(),
-            serde_json::json!({ "type": "string", "description": "How to get what was cut." }),
-        );
-    }
 }
 
 /// The error for a plugin result that does not have the promised shape.

@@ -16,22 +16,19 @@ const MAX_DEPTH: u32 = 10;
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct QueryArgs {
-    /// Instance path, e.g. `game.Workspace.Model.Part` or `Workspace["My.Part"]`; `game.` is optional.
+    /// e.g. `Workspace.Model["My.Part"]`.
     #[serde(default = "default_path")]
     pub path: String,
-    /// Levels of children to include as full entries (0–10).
     #[serde(default)]
+    #[schemars(range(max = 10))]
     pub depth: u32,
-    /// Properties to read (default: Name, ClassName, Parent).
+    /// Default: Name, ClassName, Parent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub properties: Option<Vec<String>>,
-    /// Include the instance's attributes.
     #[serde(default)]
     pub include_attributes: bool,
-    /// List direct children as `{name, className, path, childCount}`.
     #[serde(default)]
     pub children: bool,
-    /// At `game`, list the services.
     #[serde(default)]
     pub list_services: bool,
 }
@@ -43,6 +40,7 @@ fn default_path() -> String {
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct QueryResult {
     /// `{name, className, path, properties, propertyErrors?, attributes, tags, childCount, children?}`.
+    #[schemars(with = "serde_json::Map<String, Json>")]
     pub instance: Json,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub truncated: Option<bool>,
@@ -55,7 +53,7 @@ impl Command for Query {
     type Result = QueryResult;
     const SPEC: Spec = Spec {
         name: "query",
-        description: "Inspect one instance by path: properties, attributes, tags, children (depth for nested levels). Use it to explore the DataModel before editing.",
+        description: "Inspect an instance by path: properties, attributes, tags, children.",
         needs_session: true,
         default_context: Context::Edit,
         timeout: Duration::from_secs(10),

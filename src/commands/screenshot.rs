@@ -18,7 +18,7 @@ const MAX_WIDTH_LIMIT: u32 = 3840;
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ScreenshotArgs {
-    /// Widest image to return, in pixels (16–3840); the aspect ratio is kept.
+    #[schemars(range(min = 16, max = 3840))]
     #[serde(default = "default_max_width")]
     pub max_width: u32,
 }
@@ -40,7 +40,7 @@ impl Command for Screenshot {
     type Result = ScreenshotResult;
     const SPEC: Spec = Spec {
         name: "screenshot",
-        description: "Capture the Studio viewport as a PNG image, to see what the place looks like after a change.",
+        description: "Capture the viewport as a PNG, to see the place after a change.",
         needs_session: true,
         default_context: Context::Edit,
         timeout: Duration::from_secs(15),

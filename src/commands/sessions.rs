@@ -25,7 +25,7 @@ impl Command for Sessions {
     type Result = SessionsResult;
     const SPEC: Spec = Spec {
         name: "sessions",
-        description: "List the connected Roblox Studio sessions (one per DataModel: edit, and server/client during Play). Call this first; pass a sessionId to other tools when several Studios are open.",
+        description: "List connected Studio sessions (one per DataModel). Call this first.",
         needs_session: false,
         default_context: Context::Edit,
         // Covers a new host's 3 s startup grace, in which an empty list waits for a plugin.

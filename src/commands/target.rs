@@ -14,10 +14,8 @@ use crate::protocol::{Context, ErrorCode, ToolError};
 #[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TargetArgs {
-    /// Make this session or instance the default for calls that name none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub set: Option<TargetChoice>,
-    /// Forget the default.
     #[serde(default)]
     pub clear: bool,
 }
@@ -33,7 +31,8 @@ pub struct TargetChoice {
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct TargetResult {
-    /// The default target now in force (null when none).
+    /// The default target now in force (absent when none).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub target: Option<Target>,
     pub sessions: Vec<SessionInfo>,
 }
@@ -45,7 +44,7 @@ impl Command for TargetCommand {
     type Result = TargetResult;
     const SPEC: Spec = Spec {
         name: "target",
-        description: "Show or set this agent's default Studio (a sessionId or instanceId) for calls that name none. Use it when several Studio instances are open.",
+        description: "Show or set your default Studio, when several are open.",
         needs_session: false,
         default_context: Context::Edit,
         // Covers a new host's 3 s startup grace (see `sessions`).

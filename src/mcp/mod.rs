@@ -26,7 +26,7 @@ use crate::protocol::{SERVER_VERSION, ToolError};
 
 const TOOL_PREFIX: &str = "studio_";
 
-const INSTRUCTIONS: &str = "studio-bridge connects you to running Roblox Studio sessions. Call studio_sessions first to see which Studios are connected; with several, pass a sessionId (or set a default with studio_target). During Play, exec runs on the server by default; pass context to choose edit, server or client. Tool errors carry a stable code and say what to do next.";
+const INSTRUCTIONS: &str = "studio-bridge connects you to running Roblox Studio sessions. Call studio_sessions first. Each Studio is an instance (instanceId) of one or more sessions (sessionId), one per DataModel: edit, plus server and client during Play. Tools act on the only Studio open; with several, pass sessionId or instanceId, or set a default with studio_target. context (edit, server, client) picks the DataModel within an instance; omitted, exec runs on the server during Play and everything else in edit. Every result says where it ran (sessionId, context). Tool errors carry a stable code and say what to do next.";
 
 /// One MCP connection: its own default target, shared bridge.
 pub struct McpServer {
@@ -42,9 +42,22 @@ impl McpServer {
             bridge,
             limits,
             defaults: Arc::new(Mutex::new(Target::default())),
-            tools: Arc::new(commands::ALL.iter().map(|c| tool_for(*c)).collect()),
+            tools: Arc::new(catalogue()),
         }
     }
+}
+
+/// What one tool costs an agent's context in `tools/list`: its name, description and
+/// input schema, in bytes of JSON. The catalogue is read into every conversation, so it
+/// has a budget (a test holds it): 400 bytes a tool on average, 700 for any one.
+pub fn catalogue_bytes(tool: &Tool) -> usize {
+    let schema = serde_json::to_string(tool.input_schema.as_ref()).map_or(0, |s| s.len());
+    tool.name.len() + tool.description.as_deref().map_or(0, str::len) + schema
+}
+
+/// Every tool as `tools/list` lists it.
+pub fn catalogue() -> Vec<Tool> {
+    commands::ALL.iter().map(|c| tool_for(*c)).collect()
 }
 
 fn tool_for(command: &dyn DynCommand) -> Tool {
@@ -181,5 +194,25 @@ pub fn result_json(outcome: &Result<Output, ToolError>) -> Json {
     match outcome {
         Ok(output) => output.json.clone(),
         Err(error) => error.to_json(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_catalogue_stays_within_its_byte_budget() {
+        let tools = catalogue();
+        let sizes: Vec<(String, usize)> = tools.iter().map(|t| (t.name.to_string(), catalogue_bytes(t))).collect();
+        let total: usize = sizes.iter().map(|(_, n)| n).sum();
+        for (name, bytes) in &sizes {
+            assert!(*bytes <= 700, "{name} costs {bytes} bytes (at most 700): {sizes:?}");
+        }
+        assert!(
+            total <= 400 * tools.len(),
+            "{total} bytes for {} tools, over 400 a tool on average: {sizes:?}",
+            tools.len()
+        );
     }
 }
