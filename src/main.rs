@@ -56,6 +56,7 @@ fn main() -> ExitCode {
                 report(run_serve(&options).await)
             }
             "install-plugin" => report(run_install_plugin(sub.get_one::<std::path::PathBuf>("out"))),
+            "completions" => cli::print_completions(sub),
             command => cli::run_command(command, sub, &options).await,
         }
     })

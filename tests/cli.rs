@@ -5,14 +5,16 @@ mod support;
 
 use std::time::Duration;
 
+use rmpv::Value;
 use serde_json::json;
-use support::fake_plugin::{FakePlugin, Identity, studio_like};
+use support::fake_plugin::{FakePlugin, Identity, Reply, handler, studio_like, value_map};
 use support::free_port;
 use support::mcp_client::binary;
 
 async fn run(args: &[&str]) -> std::process::Output {
     let mut command = tokio::process::Command::new(binary());
-    command.args(args).env_remove("STUDIO_BRIDGE_PORT");
+    // Colour is off when stdout is piped anyway; NO_COLOR says so twice.
+    command.args(args).env_remove("STUDIO_BRIDGE_PORT").env("NO_COLOR", "1");
     tokio::time::timeout(Duration::from_secs(20), command.output())
         .await
         .expect("CLI finished")
@@ -66,4 +68,220 @@ async fn sessions_waits_for_a_plugin_that_connects_within_the_startup_grace() {
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let printed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(printed["sessions"][0]["sessionId"], "A-edit", "{printed}");
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Answers `action` with `result`, everything else as a healthy Studio would.
+fn answering(action: &'static str, result: Value) -> support::fake_plugin::Handler {
+    handler(move |asked, args| {
+        if asked == action {
+            Reply::Ok(result.clone())
+        } else {
+            studio_like()(asked, args)
+        }
+    })
+}
+
+fn typed(kind: &str, value: Value) -> Value {
+    value_map(vec![("type", kind.into()), ("value", value)])
+}
+
+#[tokio::test]
+async fn a_script_error_is_shown_on_stderr_and_exits_1() {
+    let port = free_port();
+    let port_text = port.to_string();
+    let failure = value_map(vec![
+        ("success", false.into()),
+        ("error", "[string \"exec\"]:1: x".into()),
+        ("returns", Value::Array(vec![])),
+        ("logs", Value::Array(vec![])),
+    ]);
+    let _plugin = FakePlugin::start(port, Identity::edit("A"), answering("exec", failure));
+    let output = run(&["exec", "--port", &port_text, "error(\"x\")"]).await;
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout), "");
+    assert!(
+        text(&output.stderr).contains("error: [string \"exec\"]:1: x\n"),
+        "{}",
+        text(&output.stderr)
+    );
+
+    // `--json` still prints the exact MCP JSON, and the exit code still says it failed.
+    let output = run(&["exec", "--port", &port_text, "error(\"x\")", "--json"]).await;
+    assert_eq!(output.status.code(), Some(1));
+    let printed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(printed["success"], false);
+    assert_eq!(printed["error"], "[string \"exec\"]:1: x");
+}
+
+#[tokio::test]
+async fn exec_prints_the_output_then_the_returns_as_luau() {
+    let port = free_port();
+    let port_text = port.to_string();
+    let result = value_map(vec![
+        ("success", true.into()),
+        (
+            "returns",
+            Value::Array(vec![
+                typed(
+                    "Instance",
+                    value_map(vec![
+                        ("path", "game.Workspace.Baseplate".into()),
+                        ("className", "Part".into()),
+                    ]),
+                ),
+                // As a Luau msgpack encoder sends math.huge; the host makes it {"type":"number"}.
+                Value::F64(f64::INFINITY),
+                Value::Nil,
+                Value::Array(vec![1.into(), 2.into(), 3.into()]),
+            ]),
+        ),
+        (
+            "logs",
+            Value::Array(vec![
+                value_map(vec![("level", "Print".into()), ("body", "hello".into())]),
+                value_map(vec![("level", "Warning".into()), ("body", "careful".into())]),
+            ]),
+        ),
+    ]);
+    let _plugin = FakePlugin::start(port, Identity::edit("A"), answering("exec", result));
+    let output = run(&[
+        "exec",
+        "--port",
+        &port_text,
+        "print('hello') warn('careful') return ...",
+    ])
+    .await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(
+        text(&output.stdout),
+        "hello\nwarning: careful\nWorkspace.Baseplate (Part), inf, nil, {1, 2, 3}\n"
+    );
+}
+
+#[tokio::test]
+async fn sessions_are_an_aligned_table() {
+    let port = free_port();
+    let port_text = port.to_string();
+    let _plugin = FakePlugin::start(port, Identity::edit("A"), studio_like());
+    let output = run(&["sessions", "--port", &port_text]).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    let header = lines[0];
+    assert!(
+        header.starts_with("SESSION  CONTEXT  STATE  STATUS     PLACE    UPTIME"),
+        "{stdout}"
+    );
+    let row = lines[1];
+    assert!(
+        row.starts_with("A-edit   edit     Edit   connected  Place A  "),
+        "{stdout}"
+    );
+    assert!(row.ends_with('s'), "uptime in seconds: {stdout}");
+}
+
+#[tokio::test]
+async fn query_prints_an_indented_tree() {
+    let port = free_port();
+    let port_text = port.to_string();
+    let result = value_map(vec![(
+        "instance",
+        value_map(vec![
+            ("name", "Workspace".into()),
+            ("className", "Workspace".into()),
+            ("path", "game.Workspace".into()),
+            (
+                "properties",
+                value_map(vec![
+                    ("ClassName", "Workspace".into()),
+                    ("Gravity", Value::F64(196.2)),
+                    ("Name", "Workspace".into()),
+                ]),
+            ),
+            ("tags", Value::Array(vec!["Map".into()])),
+            ("childCount", 2.into()),
+            (
+                "children",
+                Value::Array(vec![
+                    value_map(vec![
+                        ("name", "Baseplate".into()),
+                        ("className", "Part".into()),
+                        ("path", "game.Workspace.Baseplate".into()),
+                        (
+                            "properties",
+                            value_map(vec![(
+                                "Size",
+                                typed("Vector3", Value::Array(vec![2048.into(), 16.into(), 2048.into()])),
+                            )]),
+                        ),
+                        ("tags", Value::Array(vec![])),
+                        ("childCount", 0.into()),
+                    ]),
+                    value_map(vec![
+                        ("name", "Model".into()),
+                        ("className", "Model".into()),
+                        ("path", "game.Workspace.Model".into()),
+                        ("childCount", 3.into()),
+                    ]),
+                ]),
+            ),
+        ]),
+    )]);
+    let plugin = FakePlugin::start(port, Identity::edit("A"), answering("query", result));
+    let output = run(&["query", "--port", &port_text, "Workspace", "--depth", "1"]).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(
+        text(&output.stdout),
+        "Workspace (Workspace)\n  Gravity = 196.2\n  tags: Map\n  Baseplate (Part)\n    Size = Vector3.new(2048, 16, 2048)\n  Model (Model)  [3 children]\n"
+    );
+    assert_eq!(plugin.log().requests[0].args["path"].as_str(), Some("Workspace"));
+}
+
+#[tokio::test]
+async fn logs_print_level_and_body() {
+    let port = free_port();
+    let port_text = port.to_string();
+    let entry = |seq: u64, level: &str, body: &str| {
+        value_map(vec![
+            ("seq", seq.into()),
+            ("level", level.into()),
+            ("body", body.into()),
+            ("timestamp", Value::F64(1.7e12)),
+        ])
+    };
+    let result = value_map(vec![
+        (
+            "entries",
+            Value::Array(vec![
+                entry(1, "Print", "hello"),
+                entry(2, "Warning", "careful"),
+                entry(3, "Error", "boom"),
+            ]),
+        ),
+        ("total", 3.into()),
+        ("bufferCapacity", 10000.into()),
+        ("nextSince", 3.into()),
+    ]);
+    let _plugin = FakePlugin::start(port, Identity::edit("A"), answering("logs", result));
+    let output = run(&["logs", "--port", &port_text]).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout), "[Print] hello\n[Warning] careful\n[Error] boom\n");
+}
+
+#[tokio::test]
+async fn completions_are_generated_from_the_command_line() {
+    let output = run(&["completions", "bash"]).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let script = text(&output.stdout);
+    assert!(script.contains("studio-bridge"), "{script}");
+    // Every table command is in it, with its own flags.
+    assert!(script.contains("exec") && script.contains("--timeout-ms"), "{script}");
+
+    let output = run(&["completions", "tcsh"]).await;
+    assert_eq!(output.status.code(), Some(2), "an unknown shell is a usage error");
 }

@@ -2,6 +2,7 @@
 //! built from each command's input schema (so nothing here knows a command by name),
 //! plus the host-side commands `mcp` and `serve`.
 
+mod luau;
 mod render;
 
 use std::io::Write as _;
@@ -115,11 +116,36 @@ pub fn command() -> clap::Command {
                         .value_parser(clap::value_parser!(PathBuf))
                         .help("Write the plugin here (a folder, or a .rbxm file) instead of Studio's plugins folder"),
                 ),
+        )
+        .subcommand(
+            clap::Command::new("completions")
+                .about("Print a shell completion script (e.g. `studio-bridge completions bash > /etc/bash_completion.d/studio-bridge`)")
+                .arg(
+                    Arg::new("shell")
+                        .required(true)
+                        .value_parser(clap::value_parser!(clap_complete::Shell))
+                        .help("The shell to complete in"),
+                ),
         );
     for command in commands::ALL {
         root = root.subcommand(subcommand_for(*command));
     }
     root
+}
+
+/// `studio-bridge completions <shell>`: the completion script for the whole command line,
+/// generated from [`command`] itself, on stdout.
+pub fn print_completions(matches: &ArgMatches) -> ExitCode {
+    let Some(shell) = matches.get_one::<clap_complete::Shell>("shell").copied() else {
+        return ExitCode::FAILURE;
+    };
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut command(), "studio-bridge", &mut script);
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(&script).and_then(|()| stdout.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::FAILURE,
+    }
 }
 
 fn no_install_plugin() -> Arg {
@@ -307,6 +333,7 @@ pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions
         return ExitCode::FAILURE;
     };
     let as_json = matches.get_flag("json");
+    let (out_style, err_style) = (render::Style::stdout(), render::Style::stderr());
     // Beside a running `mcp` this joins its host as a peer; alone, it hosts for the length
     // of the call (the startup grace gives plugins time to reconnect).
     let running = match bridge::start(options.bridge_options(Mode::Auto)).await {
@@ -364,7 +391,12 @@ pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions
                 }
                 eprintln!("wrote {}", path.display());
             }
-            ExitCode::SUCCESS
+            // A script error is a result, not a tool error, but the command failed.
+            if render::failed(&output.json) {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            }
         }
         Err(_) => ExitCode::FAILURE,
     };
@@ -372,9 +404,17 @@ pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions
         writeln!(stdout, "{}", crate::mcp::result_json(&outcome))
     } else {
         match &outcome {
-            Ok(output) => write!(stdout, "{}", render::human(&output.json)),
+            Ok(output) => {
+                let rendered = render::render(name, &output.json, out_style, err_style);
+                let written = write!(stdout, "{}", rendered.stdout).and_then(|()| stdout.flush());
+                eprint!("{}", rendered.stderr);
+                written
+            }
             Err(error) => {
-                eprintln!("error[{}]: {}", error.code, error.message);
+                eprintln!(
+                    "{}",
+                    err_style.red(&format!("error[{}]: {}", error.code, error.message))
+                );
                 Ok(())
             }
         }
@@ -395,13 +435,7 @@ pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions
                 serde_json::json!({ "sessionId": event.session_id, "event": event.event, "data": event.data })
                     .to_string()
             } else {
-                match (
-                    event.data.get("level").and_then(Json::as_str),
-                    event.data.get("body").and_then(Json::as_str),
-                ) {
-                    (Some(level), Some(body)) => format!("[{level}] {body}"),
-                    _ => event.data.to_string(),
-                }
+                render::event_line(&event.data, out_style)
             };
             if writeln!(std::io::stdout().lock(), "{line}").is_err() {
                 break;

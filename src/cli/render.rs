@@ -1,12 +1,368 @@
-//! Human-readable output: the result JSON as indented `key: value` lines.
+//! Human-readable output. The input is always the result JSON an MCP client gets; a few
+//! commands whose shape reads better another way have their own renderer, chosen by the
+//! command's name (`exec`, `sessions`, `query`, `logs`). A result of a shape a renderer
+//! does not know, and every other command, gets the generic indented `key: value` form.
 
 use std::fmt::Write as _;
+use std::io::IsTerminal as _;
 
-use serde_json::Value as Json;
+use serde_json::{Map, Value as Json};
 
+use super::luau;
+
+/// Whether a stream gets ANSI colours.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Style {
+    pub color: bool,
+}
+
+impl Style {
+    /// Colour on stdout when it is a terminal and `NO_COLOR` is unset or empty.
+    pub fn stdout() -> Style {
+        Style {
+            color: std::io::stdout().is_terminal() && color_allowed(),
+        }
+    }
+
+    /// Colour on stderr when it is a terminal and `NO_COLOR` is unset or empty.
+    pub fn stderr() -> Style {
+        Style {
+            color: std::io::stderr().is_terminal() && color_allowed(),
+        }
+    }
+
+    fn paint(self, code: &str, text: &str) -> String {
+        if self.color {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    }
+
+    pub fn red(self, text: &str) -> String {
+        self.paint("31", text)
+    }
+
+    pub fn yellow(self, text: &str) -> String {
+        self.paint("33", text)
+    }
+
+    pub fn blue(self, text: &str) -> String {
+        self.paint("34", text)
+    }
+
+    pub fn dim(self, text: &str) -> String {
+        self.paint("2", text)
+    }
+
+    pub fn bold(self, text: &str) -> String {
+        self.paint("1", text)
+    }
+}
+
+fn color_allowed() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty())
+}
+
+/// What to print: `stdout` is the result, `stderr` holds errors and notes.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// A command's result for a person.
+pub fn render(command: &str, result: &Json, out: Style, err: Style) -> Rendered {
+    let specific = match command {
+        "exec" => exec(result, out, err),
+        "sessions" => sessions(result, out),
+        "query" => query(result, out),
+        "logs" => logs(result, out, err),
+        _ => None,
+    };
+    match specific {
+        Some(mut rendered) => {
+            if result.get("truncated") == Some(&Json::Bool(true)) {
+                let hint = result.get("truncatedHint").and_then(Json::as_str).unwrap_or("");
+                let note = format!("note: the result was cut to fit. {hint}");
+                let _ = writeln!(rendered.stderr, "{}", err.yellow(note.trim_end()));
+            }
+            rendered
+        }
+        None => Rendered {
+            stdout: human(result),
+            stderr: String::new(),
+        },
+    }
+}
+
+/// Whether a result reports a failure of its own (a script error: `success: false`).
+pub fn failed(result: &Json) -> bool {
+    result.get("success") == Some(&Json::Bool(false))
+}
+
+/// One line of Studio's output log: `[Level] body`, coloured by level.
+pub fn log_line(level: &str, body: &str, style: Style) -> String {
+    let line = format!("[{level}] {body}");
+    match level {
+        "Warning" => style.yellow(&line),
+        "Error" => style.red(&line),
+        "Info" => style.blue(&line),
+        _ => line,
+    }
+}
+
+/// One streamed event (`logs --follow`): a log line when it is one, else its JSON.
+pub fn event_line(data: &Json, style: Style) -> String {
+    match (
+        data.get("level").and_then(Json::as_str),
+        data.get("body").and_then(Json::as_str),
+    ) {
+        (Some(level), Some(body)) => log_line(level, body, style),
+        _ => data.to_string(),
+    }
+}
+
+// exec ---------------------------------------------------------------------------------
+
+/// What the script printed, as Studio's Output window shows it, then its returns on one
+/// line; a script error goes to stderr.
+fn exec(result: &Json, out: Style, err: Style) -> Option<Rendered> {
+    let success = result.get("success")?.as_bool()?;
+    let returns = result.get("returns")?.as_array()?;
+    let mut rendered = Rendered::default();
+    for entry in result
+        .get("logs")
+        .and_then(Json::as_array)
+        .map_or(&[][..], Vec::as_slice)
+    {
+        let level = entry.get("level")?.as_str()?;
+        let body = entry.get("body")?.as_str()?;
+        let _ = writeln!(rendered.stdout, "{}", output_window_line(level, body, out));
+    }
+    if !returns.is_empty() {
+        let _ = writeln!(rendered.stdout, "{}", luau::list(returns));
+    }
+    if !success {
+        let message = result
+            .get("error")
+            .and_then(Json::as_str)
+            .unwrap_or("the script failed");
+        let _ = writeln!(rendered.stderr, "{}", err.red(&format!("error: {message}")));
+    }
+    Some(rendered)
+}
+
+/// A line as Studio's Output window shows it: prints as they are, warnings and errors
+/// coloured (or, without colour, prefixed).
+fn output_window_line(level: &str, body: &str, style: Style) -> String {
+    match (level, style.color) {
+        ("Warning", true) => style.yellow(body),
+        ("Warning", false) => format!("warning: {body}"),
+        ("Error", true) => style.red(body),
+        ("Error", false) => format!("error: {body}"),
+        _ => body.to_owned(),
+    }
+}
+
+// sessions -----------------------------------------------------------------------------
+
+fn sessions(result: &Json, out: Style) -> Option<Rendered> {
+    let list = result.get("sessions")?.as_array()?;
+    if list.is_empty() {
+        return Some(Rendered {
+            stdout: "no sessions: no Studio has the studio-bridge plugin connected\n".into(),
+            stderr: String::new(),
+        });
+    }
+    let text = |session: &Json, key: &str| session.get(key).and_then(Json::as_str).unwrap_or("-").to_owned();
+    let mut rows = Vec::with_capacity(list.len());
+    for session in list {
+        rows.push(vec![
+            session.get("sessionId")?.as_str()?.to_owned(),
+            text(session, "context"),
+            text(session, "state"),
+            text(session, "status"),
+            text(session, "placeName"),
+            session
+                .get("uptimeMs")
+                .and_then(Json::as_u64)
+                .map_or_else(|| "-".into(), uptime),
+        ]);
+    }
+    let headers = ["SESSION", "CONTEXT", "STATE", "STATUS", "PLACE", "UPTIME"];
+    Some(Rendered {
+        stdout: table(&headers, &rows, out, |column, cell, padded| {
+            if column == 3 && cell != "connected" {
+                out.yellow(padded)
+            } else {
+                padded.to_owned()
+            }
+        }),
+        stderr: String::new(),
+    })
+}
+
+/// Columns padded to their widest cell, two spaces apart; the last is not padded.
+fn table(headers: &[&str], rows: &[Vec<String>], style: Style, paint: impl Fn(usize, &str, &str) -> String) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<String>| cells.join("  ").trim_end().to_owned();
+    let pad = |column: usize, cell: &str| {
+        if column + 1 == widths.len() {
+            cell.to_owned()
+        } else {
+            format!("{cell:<width$}", width = widths[column])
+        }
+    };
+    let mut out = String::new();
+    let header = line(
+        headers
+            .iter()
+            .enumerate()
+            .map(|(i, h)| style.bold(&pad(i, h)))
+            .collect(),
+    );
+    let _ = writeln!(out, "{header}");
+    for row in rows {
+        let cells = row
+            .iter()
+            .enumerate()
+            .map(|(i, cell)| paint(i, cell, &pad(i, cell)))
+            .collect();
+        let _ = writeln!(out, "{}", line(cells));
+    }
+    out
+}
+
+/// `42s`, `3m 07s`, `2h 05m`, `3d 04h`.
+fn uptime(ms: u64) -> String {
+    let s = ms / 1000;
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m {:02}s", s / 60, s % 60),
+        3600..86400 => format!("{}h {:02}m", s / 3600, s % 3600 / 60),
+        _ => format!("{}d {:02}h", s / 86400, s % 86400 / 3600),
+    }
+}
+
+// query --------------------------------------------------------------------------------
+
+fn query(result: &Json, out: Style) -> Option<Rendered> {
+    let instance = result.get("instance")?;
+    let mut text = String::new();
+    write_instance(&mut text, instance, 0, out)?;
+    Some(Rendered {
+        stdout: text,
+        stderr: String::new(),
+    })
+}
+
+/// `Name (ClassName)`, then its properties, attribute (`@Name = value`), tags and
+/// children, each indented two more spaces than the entry.
+fn write_instance(out: &mut String, entry: &Json, indent: usize, style: Style) -> Option<()> {
+    let name = entry.get("name")?.as_str()?;
+    let class = entry.get("className")?.as_str()?;
+    let child_count = entry.get("childCount").and_then(Json::as_u64).unwrap_or(0);
+    let children = entry.get("children").and_then(Json::as_array);
+    let mut header = format!("{:indent$}{name} ({class})", "");
+    if children.is_none() && child_count > 0 {
+        header.push_str(&style.dim(&format!("  [{}]", count(child_count, "child", "children"))));
+    }
+    let _ = writeln!(out, "{header}");
+    let inner = indent + 2;
+    let object = |key: &str| entry.get(key).and_then(Json::as_object);
+    for (key, value) in object("properties").into_iter().flat_map(Map::iter) {
+        // The header already says these.
+        let redundant =
+            (key == "Name" && value.as_str() == Some(name)) || (key == "ClassName" && value.as_str() == Some(class));
+        if !redundant {
+            let _ = writeln!(out, "{:inner$}{key} = {}", "", luau::value(value));
+        }
+    }
+    for (key, message) in object("propertyErrors").into_iter().flat_map(Map::iter) {
+        let message = message.as_str().map_or_else(|| message.to_string(), str::to_owned);
+        let _ = writeln!(
+            out,
+            "{:inner$}{key} = {}",
+            "",
+            style.red(&format!("(error: {message})"))
+        );
+    }
+    for (key, value) in object("attributes").into_iter().flat_map(Map::iter) {
+        let _ = writeln!(out, "{:inner$}@{key} = {}", "", luau::value(value));
+    }
+    let tags: Vec<&str> = entry
+        .get("tags")
+        .and_then(Json::as_array)
+        .map(|tags| tags.iter().filter_map(Json::as_str).collect())
+        .unwrap_or_default();
+    if !tags.is_empty() {
+        let _ = writeln!(out, "{:inner$}tags: {}", "", tags.join(", "));
+    }
+    if let Some(children) = children {
+        for child in children {
+            write_instance(out, child, inner, style)?;
+        }
+        let shown = children.len() as u64;
+        if child_count > shown {
+            let more = format!("… {}", count(child_count - shown, "more child", "more children"));
+            let _ = writeln!(out, "{:inner$}{}", "", style.dim(&more));
+        }
+    }
+    Some(())
+}
+
+fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+// logs ---------------------------------------------------------------------------------
+
+fn logs(result: &Json, out: Style, err: Style) -> Option<Rendered> {
+    let entries = result.get("entries")?.as_array()?;
+    let mut rendered = Rendered::default();
+    for entry in entries {
+        let level = entry.get("level")?.as_str()?;
+        let body = entry.get("body")?.as_str()?;
+        let _ = writeln!(rendered.stdout, "{}", log_line(level, body, out));
+    }
+    if let Some(missed) = result.get("missed").and_then(Json::as_u64).filter(|n| *n > 0) {
+        let note = format!(
+            "note: {} overwritten before they were read",
+            count(missed, "line was", "lines were")
+        );
+        let _ = writeln!(rendered.stderr, "{}", err.yellow(&note));
+    }
+    Some(rendered)
+}
+
+// generic ------------------------------------------------------------------------------
+
+/// Any result as indented `key: value` lines. Where it ran (`sessionId`, `context` at the
+/// top level) is left out: the command line chose it and it is noise here.
 pub fn human(value: &Json) -> String {
     let mut out = String::new();
-    write_value(&mut out, value, 0);
+    match value {
+        Json::Object(object) => {
+            let own: Map<String, Json> = object
+                .iter()
+                .filter(|(key, _)| *key != "sessionId" && *key != "context")
+                .map(|(key, item)| (key.clone(), item.clone()))
+                .collect();
+            if own.is_empty() && !object.is_empty() {
+                // Nothing but where it ran: say that rather than `{}`.
+                write_value(&mut out, value, 0);
+            } else {
+                write_value(&mut out, &Json::Object(own), 0);
+            }
+        }
+        other => write_value(&mut out, other, 0),
+    }
     if !out.ends_with('\n') {
         out.push('\n');
     }
@@ -61,6 +417,13 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    const PLAIN: Style = Style { color: false };
+    const COLOR: Style = Style { color: true };
+
+    fn plain(command: &str, result: &Json) -> Rendered {
+        render(command, result, PLAIN, PLAIN)
+    }
+
     #[test]
     fn nested_values_are_indented() {
         let text =
@@ -68,6 +431,132 @@ mod tests {
         assert_eq!(
             text,
             "success: true\nreturns:\n  - 2\n  - null\nlogs:\n  -\n    level: Print\n    body: hi\ne: []\n"
+        );
+    }
+
+    #[test]
+    fn the_generic_form_leaves_out_where_it_ran() {
+        let text = human(&json!({"state": "Edit", "sessionId": "A-edit", "context": "edit"}));
+        assert_eq!(text, "state: Edit\n");
+        let text = plain(
+            "state",
+            &json!({"state": "Edit", "sessionId": "A-edit", "context": "edit"}),
+        );
+        assert_eq!(text.stdout, "state: Edit\n");
+    }
+
+    #[test]
+    fn exec_prints_output_then_returns_and_errors_to_stderr() {
+        let result = json!({
+            "success": true,
+            "returns": [{"type": "Instance", "value": {"path": "game.Workspace.Baseplate", "className": "Part"}},
+                        {"type": "number", "value": "inf"}, null, [1, 2, 3]],
+            "logs": [{"level": "Print", "body": "hello"}, {"level": "Warning", "body": "careful"}],
+            "sessionId": "A-edit",
+            "context": "edit",
+        });
+        let rendered = plain("exec", &result);
+        assert_eq!(
+            rendered.stdout,
+            "hello\nwarning: careful\nWorkspace.Baseplate (Part), inf, nil, {1, 2, 3}\n"
+        );
+        assert_eq!(rendered.stderr, "");
+        assert!(!failed(&result));
+        let coloured = render("exec", &result, COLOR, COLOR);
+        assert!(
+            coloured.stdout.starts_with("hello\n\x1b[33mcareful\x1b[0m\n"),
+            "{coloured:?}"
+        );
+
+        let failure = json!({"success": false, "error": "[string \"exec\"]:1: x", "returns": [], "logs": []});
+        let rendered = plain("exec", &failure);
+        assert_eq!(rendered.stdout, "");
+        assert_eq!(rendered.stderr, "error: [string \"exec\"]:1: x\n");
+        assert!(failed(&failure));
+        assert_eq!(
+            render("exec", &failure, PLAIN, COLOR).stderr,
+            "\x1b[31merror: [string \"exec\"]:1: x\x1b[0m\n"
+        );
+    }
+
+    #[test]
+    fn sessions_are_an_aligned_table() {
+        let result = json!({"sessions": [
+            {"sessionId": "A-edit", "instanceId": "A", "context": "edit", "state": "Edit", "status": "connected",
+             "placeName": "Place A", "placeId": 1, "gameId": 0, "pluginVersion": "x", "uptimeMs": 4200},
+            {"sessionId": "B-server", "instanceId": "B", "context": "server", "state": "Server",
+             "status": "reconnecting", "placeName": "Obby", "placeId": 2, "gameId": 0, "pluginVersion": "x",
+             "uptimeMs": 3_723_000},
+        ]});
+        assert_eq!(
+            plain("sessions", &result).stdout,
+            "SESSION   CONTEXT  STATE   STATUS        PLACE    UPTIME\n\
+             A-edit    edit     Edit    connected     Place A  4s\n\
+             B-server  server   Server  reconnecting  Obby     1h 02m\n"
+        );
+        assert!(
+            plain("sessions", &json!({"sessions": []}))
+                .stdout
+                .starts_with("no sessions")
+        );
+    }
+
+    #[test]
+    fn query_is_an_indented_tree() {
+        let result = json!({"instance": {
+            "name": "Workspace", "className": "Workspace", "path": "game.Workspace",
+            "properties": {"ClassName": "Workspace", "Gravity": 196.2, "Name": "Workspace"},
+            "propertyErrors": {"Secret": "not readable"},
+            "attributes": {"Level": 3},
+            "tags": ["Map"],
+            "childCount": 3,
+            "children": [
+                {"name": "Baseplate", "className": "Part", "path": "game.Workspace.Baseplate", "childCount": 0,
+                 "properties": {"Size": {"type": "Vector3", "value": [2048, 16, 2048]}}, "tags": []},
+                {"name": "Model", "className": "Model", "path": "game.Workspace.Model", "childCount": 2},
+            ],
+        }, "sessionId": "A-edit", "context": "edit"});
+        assert_eq!(
+            plain("query", &result).stdout,
+            "Workspace (Workspace)\n  Gravity = 196.2\n  Secret = (error: not readable)\n  @Level = 3\n  tags: Map\n  \
+             Baseplate (Part)\n    Size = Vector3.new(2048, 16, 2048)\n  Model (Model)  [2 children]\n  … 1 more child\n"
+        );
+    }
+
+    #[test]
+    fn logs_are_level_and_body_coloured_only_on_request() {
+        let result = json!({"entries": [
+            {"seq": 1, "level": "Print", "body": "a", "timestamp": 0},
+            {"seq": 2, "level": "Warning", "body": "b", "timestamp": 0},
+            {"seq": 3, "level": "Error", "body": "c", "timestamp": 0},
+            {"seq": 4, "level": "Info", "body": "d", "timestamp": 0},
+        ], "total": 4, "bufferCapacity": 10, "nextSince": 4, "missed": 2});
+        let rendered = plain("logs", &result);
+        assert_eq!(rendered.stdout, "[Print] a\n[Warning] b\n[Error] c\n[Info] d\n");
+        assert_eq!(
+            rendered.stderr,
+            "note: 2 lines were overwritten before they were read\n"
+        );
+        let coloured = render("logs", &result, COLOR, PLAIN).stdout;
+        assert_eq!(
+            coloured,
+            "[Print] a\n\x1b[33m[Warning] b\x1b[0m\n\x1b[31m[Error] c\x1b[0m\n\x1b[34m[Info] d\x1b[0m\n"
+        );
+        assert_eq!(
+            event_line(&json!({"seq": 5, "level": "Warning", "body": "x"}), PLAIN),
+            "[Warning] x"
+        );
+    }
+
+    #[test]
+    fn unknown_shapes_fall_back_to_the_generic_form() {
+        let odd = json!({"success": "maybe"});
+        assert_eq!(plain("exec", &odd).stdout, "success: maybe\n");
+        let truncated = json!({"entries": [], "total": 0, "bufferCapacity": 1, "nextSince": 0,
+                               "truncated": true, "truncatedHint": "Ask for fewer."});
+        assert_eq!(
+            plain("logs", &truncated).stderr,
+            "note: the result was cut to fit. Ask for fewer.\n"
         );
     }
 }
