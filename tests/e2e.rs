@@ -13,15 +13,7 @@ use support::fake_plugin::{FakePlugin, Framing, Identity, Reply, handler, studio
 use support::free_port;
 use support::mcp_client::Mcp;
 
-const TOOLS: [&str; 7] = [
-    "studio_sessions",
-    "studio_target",
-    "studio_state",
-    "studio_logs",
-    "studio_query",
-    "studio_exec",
-    "studio_screenshot",
-];
+use support::TOOLS;
 
 #[tokio::test]
 async fn tools_are_listed_in_a_stable_order_with_schemas_and_annotations() {

@@ -17,15 +17,7 @@ use support::free_port;
 use support::mcp_client::binary;
 use tokio::process::Command;
 
-const TOOLS: [&str; 7] = [
-    "studio_sessions",
-    "studio_target",
-    "studio_state",
-    "studio_logs",
-    "studio_query",
-    "studio_exec",
-    "studio_screenshot",
-];
+use support::TOOLS;
 
 /// What the Inspector says when a result fails its tool's `outputSchema` (Ajv's messages,
 /// or the SDK's own when `structuredContent` is missing or wrong).

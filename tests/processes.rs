@@ -321,20 +321,7 @@ async fn mcp_remote_joins_a_host_with_its_token_and_never_hosts() {
 async fn logs_follow_streams_log_events_through_the_host() {
     let port = free_port();
     let _host = Mcp::spawn(port, &[]).await;
-    let plugin = FakePlugin::connect(
-        port,
-        Identity::edit("A"),
-        handler(|action, args| match action {
-            "logs" => Reply::Ok(support::fake_plugin::value_map(vec![
-                ("entries", Value::Array(vec![])),
-                ("total", 0.into()),
-                ("bufferCapacity", 10000.into()),
-                ("nextSince", 0.into()),
-            ])),
-            _ => studio_like()(action, args),
-        }),
-    )
-    .await;
+    let plugin = FakePlugin::connect(port, Identity::edit("A"), empty_logs()).await;
     let mut follower = tokio::process::Command::new(binary())
         .args(["logs", "--port", &port.to_string(), "--follow"])
         .stdout(Stdio::piped())

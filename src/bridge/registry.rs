@@ -25,6 +25,11 @@ use crate::protocol::{Context, ErrorCode, Ran, ToolError};
 pub const RECONNECT_GRACE: Duration = Duration::from_secs(10);
 /// How long after becoming host a call that finds no sessions waits for a first `hello`.
 pub const STARTUP_GRACE: Duration = Duration::from_secs(3);
+/// How long after an instance's session says hello to a new host its other DataModels
+/// (a playtest's server and clients) may still be on their way: every plugin retries on
+/// the same backoff, at most 1 s +20 %. A provisional Edit verdict is final after this,
+/// or after the startup grace, whichever comes first.
+const SIBLING_WINDOW: Duration = Duration::from_millis(1300);
 
 /// A session as `studio_sessions` lists it.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
@@ -378,8 +383,10 @@ impl Registry {
             let waiting_for = match self.try_resolve(&call.target, call.default_context) {
                 Ok(Found::Link(link, ran)) => return Ok((link, ran)),
                 Ok(Found::Reconnecting) => Waiting::Reconnect,
-                Ok(Found::Provisional(_)) if in_grace => Waiting::StartupGrace,
-                Ok(Found::Provisional(outcome)) => match outcome {
+                Ok(Found::Provisional(_, settled)) if in_grace && tokio::time::Instant::now() < settled => {
+                    Waiting::Siblings(settled)
+                }
+                Ok(Found::Provisional(outcome, _)) => match outcome {
                     Ok(Some((link, ran))) => return Ok((link, ran)),
                     Ok(None) => Waiting::Reconnect,
                     Err(error) => return Err(self.with_session_list(error)),
@@ -393,6 +400,7 @@ impl Registry {
             };
             let wake = match waiting_for {
                 Waiting::StartupGrace => deadline.min(grace_end),
+                Waiting::Siblings(settled) => deadline.min(grace_end).min(settled),
                 Waiting::Reconnect | Waiting::PlayContext(_) => deadline,
             };
             tokio::select! {
@@ -433,7 +441,28 @@ impl Registry {
                 Some((link, ran)) => Found::Link(link, ran),
                 None => Found::Reconnecting,
             },
-            Choice::Provisional(outcome) => Found::Provisional(outcome.map(link_of)),
+            Choice::Provisional(outcome) => {
+                // The newest hello of the instance the verdict is about.
+                let instance = target
+                    .instance_id
+                    .as_deref()
+                    .or_else(|| {
+                        let id = target.session_id.as_deref()?;
+                        sessions
+                            .iter()
+                            .find(|s| s.hello.session_id == id)
+                            .map(|s| s.hello.instance_id.as_str())
+                    })
+                    .or_else(|| sessions.first().map(|s| s.hello.instance_id.as_str()));
+                let newest = sessions
+                    .iter()
+                    .filter(|s| Some(s.hello.instance_id.as_str()) == instance)
+                    .map(|s| s.connected_at)
+                    .max()
+                    .unwrap_or_else(Instant::now);
+                let settled = tokio::time::Instant::from_std(newest + SIBLING_WINDOW);
+                Found::Provisional(outcome.map(link_of), settled)
+            }
             Choice::Await(context) => Found::Await(context),
         })
     }
@@ -463,8 +492,10 @@ enum Found {
     Link(Arc<Link>, Ran),
     /// The chosen session is within its reconnect grace.
     Reconnecting,
-    /// See [`Choice::Provisional`]; `Ok(None)` when that session is reconnecting.
-    Provisional(Result<Option<(Arc<Link>, Ran)>, ToolError>),
+    /// See [`Choice::Provisional`]; `Ok(None)` when that session is reconnecting. The
+    /// instant is when the verdict is final even within the startup grace: one
+    /// [`SIBLING_WINDOW`] after the instance's newest hello.
+    Provisional(Result<Option<(Arc<Link>, Ran)>, ToolError>, tokio::time::Instant),
     Await(Context),
 }
 
@@ -472,6 +503,8 @@ enum Found {
 enum Waiting {
     Reconnect,
     StartupGrace,
+    /// A playtest's other DataModels may still be reconnecting, until then.
+    Siblings(tokio::time::Instant),
     PlayContext(Context),
 }
 
@@ -483,7 +516,7 @@ impl Waiting {
             Waiting::Reconnect => format!(
                 "No Studio session could take `{action}` within {ms} ms (waiting for a reconnect). Check that Studio is open and the plugin is enabled, then retry."
             ),
-            Waiting::StartupGrace => format!(
+            Waiting::StartupGrace | Waiting::Siblings(_) => format!(
                 "No Studio session could take `{action}` within {ms} ms (waiting for a first plugin). Check that Studio is open and the plugin is enabled, then retry."
             ),
             Waiting::PlayContext(context) => format!(
@@ -665,6 +698,27 @@ mod tests {
                 .is_empty()
         );
         assert!(started.elapsed() < Duration::from_millis(500));
+    }
+
+    #[tokio::test]
+    async fn a_server_default_falls_to_edit_once_no_sibling_said_hello_within_the_window() {
+        // A startup grace far longer than the call's deadline: only the sibling window
+        // can let the call through to the edit session before the deadline.
+        let registry = Registry::with_graces(0, Duration::from_secs(10), Duration::from_secs(60));
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let link = Link::new(Framing::Binary, tx);
+        registry.connect(hello("s1"), Arc::clone(&link));
+        let mut exec = call(Duration::from_secs(10));
+        exec.default_context = Context::Server;
+        let registry2 = Arc::clone(&registry);
+        let pending = tokio::spawn(async move { registry2.call(exec, CallHooks::default()).await });
+        let Some(Outbound::Frame(Frame::Binary(bytes))) = rx.recv().await else {
+            panic!("no request")
+        };
+        let request = rmpv::decode::read_value(&mut &bytes[..]).unwrap();
+        assert!(link.resolve(request["id"].as_u64().unwrap(), Ok(Msgpack::from("ran"))));
+        let reply = pending.await.unwrap().expect("ran in edit, not timed out");
+        assert_eq!(reply.ran.map(|r| r.context), Some(Context::Edit));
     }
 
     #[tokio::test]

@@ -8,6 +8,19 @@ pub mod mcp_client;
 
 use std::time::{Duration, Instant};
 
+/// Every tool, in the order `tools/list` gives them.
+pub const TOOLS: [&str; 9] = [
+    "studio_sessions",
+    "studio_target",
+    "studio_state",
+    "studio_logs",
+    "studio_query",
+    "studio_find",
+    "studio_exec",
+    "studio_screenshot",
+    "studio_script_read",
+];
+
 /// A port nobody listens on right now.
 pub fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
