@@ -4,10 +4,12 @@
 
 mod bound;
 pub mod exec;
+pub mod find;
 pub mod logs;
 pub mod query;
 mod schema;
 pub mod screenshot;
+pub mod script_read;
 pub mod sessions;
 pub mod state;
 pub mod target;
@@ -247,8 +249,9 @@ impl<C: Command> DynCommand for Erased<C> {
                 object.insert("truncatedHint".into(), Json::String(C::SPEC.truncation_hint.into()));
             }
             // The agent receives the JSON twice, as text and as structuredContent, and
-            // both count against the bound.
-            output.json = bound::bound(output.json, limits.max_result_bytes / 2, C::SPEC.truncation_hint);
+            // both count against the bound; the text is escaped once more inside the
+            // JSON-RPC line (a quote becomes \"), which typically adds a fifth: 2/5 each.
+            output.json = bound::bound(output.json, limits.max_result_bytes / 5 * 2, C::SPEC.truncation_hint);
             Ok(output)
         })
     }
@@ -265,8 +268,10 @@ pub static ALL: &[&dyn DynCommand] = &[
     erased::<state::State>(),
     erased::<logs::Logs>(),
     erased::<query::Query>(),
+    erased::<find::Find>(),
     erased::<exec::Exec>(),
     erased::<screenshot::Screenshot>(),
+    erased::<script_read::ScriptRead>(),
 ];
 
 pub fn find(name: &str) -> Option<&'static dyn DynCommand> {
