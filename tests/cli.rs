@@ -285,3 +285,27 @@ async fn completions_are_generated_from_the_command_line() {
     let output = run(&["completions", "tcsh"]).await;
     assert_eq!(output.status.code(), Some(2), "an unknown shell is a usage error");
 }
+
+#[tokio::test]
+async fn commands_with_underscores_are_kebab_case_on_the_command_line() {
+    use support::fake_plugin::{Reply, handler, value_map};
+    let port = free_port();
+    let port_text = port.to_string();
+    let plugin = FakePlugin::start(
+        port,
+        Identity::edit("A"),
+        handler(|_, _| {
+            Reply::Ok(value_map(vec![
+                ("source", "print(1)".into()),
+                ("lineCount", 1.into()),
+                ("hash", "h".into()),
+                ("path", "game.Workspace.S".into()),
+            ]))
+        }),
+    );
+    let output = run(&["script-read", "--port", &port_text, "Workspace.S", "--json"]).await;
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let printed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(printed["source"], "print(1)");
+    assert_eq!(plugin.log().requests[0].action, "script_read");
+}

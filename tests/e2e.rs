@@ -802,3 +802,81 @@ async fn a_huge_map_is_cut_and_text_plus_structured_content_stay_within_the_boun
     let kept = json["returns"][0].as_object().unwrap();
     assert!(kept.len() > 100 && kept.len() < 100_000, "{}", kept.len());
 }
+
+#[tokio::test]
+async fn find_and_script_read_validate_their_arguments_before_the_plugin() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let plugin = FakePlugin::connect(
+        port,
+        Identity::edit("A"),
+        handler(|action, args| match action {
+            "find" => Reply::Ok(value_map(vec![
+                (
+                    "matches",
+                    Value::Array(vec![value_map(vec![
+                        ("path", "game.Workspace.Part".into()),
+                        ("className", "Part".into()),
+                    ])]),
+                ),
+                ("truncated", true.into()),
+            ])),
+            "script_read" => Reply::Ok(value_map(vec![
+                ("source", "two".into()),
+                ("lineCount", 3.into()),
+                ("hash", "0123abcd-12".into()),
+                ("path", args["path"].clone()),
+            ])),
+            other => Reply::Err("unknown_action", format!("no action {other}")),
+        }),
+    )
+    .await;
+
+    for (args, field) in [
+        (json!({"limit": 0}), "`limit`"),
+        (json!({"limit": 10001}), "`limit`"),
+        (json!({"limit": -1}), "`limit`"),
+        (json!({"limit": "many"}), "`limit`"),
+        (json!({"className": 5}), "`className`"),
+        (json!({"name": "a", "pattern": "a"}), "`pattern`"),
+        (json!({"root": ""}), "`root`"),
+    ] {
+        let error = mcp.err("studio_find", args.clone()).await;
+        assert_eq!(error["code"], "invalid_args", "{args}: {error}");
+        assert!(error["message"].as_str().unwrap().contains(field), "{args}: {error}");
+    }
+    for (args, field) in [
+        (json!({}), "path"),
+        (json!({"path": ""}), "`path`"),
+        (json!({"path": "x", "startLine": 0}), "`startLine`"),
+        (json!({"path": "x", "endLine": -2}), "`endLine`"),
+        (json!({"path": "x", "startLine": 3, "endLine": 2}), "`endLine`"),
+    ] {
+        let error = mcp.err("studio_script_read", args.clone()).await;
+        assert_eq!(error["code"], "invalid_args", "{args}: {error}");
+        assert!(error["message"].as_str().unwrap().contains(field), "{args}: {error}");
+    }
+    assert!(plugin.log().requests.is_empty(), "nothing invalid reached the plugin");
+
+    let found = mcp.ok("studio_find", json!({"className": "BasePart"})).await;
+    assert_eq!(found["matches"][0]["path"], "game.Workspace.Part");
+    assert_eq!(found["truncated"], true);
+    assert!(found["truncatedHint"].as_str().unwrap().contains("limit"), "{found}");
+    let read = mcp
+        .ok(
+            "studio_script_read",
+            json!({"path": "ServerScriptService.Main", "startLine": 2}),
+        )
+        .await;
+    assert_eq!(read["lineCount"], 3);
+    assert_eq!(read["source"], "two");
+    let requests = plugin.log().requests;
+    assert_eq!(requests[0].action, "find");
+    assert_eq!(requests[0].args["root"].as_str(), Some("game"), "root defaults to game");
+    assert_eq!(requests[0].args["limit"].as_u64(), Some(100), "limit defaults to 100");
+    assert_eq!(requests[0].args["className"].as_str(), Some("BasePart"));
+    assert!(requests[0].timeout_ms <= 10_000, "{}", requests[0].timeout_ms);
+    assert_eq!(requests[1].action, "script_read");
+    assert_eq!(requests[1].args["startLine"].as_u64(), Some(2));
+    assert!(requests[1].args["endLine"].is_nil(), "an absent endLine is not sent");
+}

@@ -320,3 +320,113 @@ async fn two_hosts_in_turn_on_one_port_never_hand_a_call_another_calls_result() 
     }
     let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
 }
+
+/// Calls `tool` and prints the MCP exchange (the `tools/call` params and the result) as
+/// JSON, for `--nocapture` readers; returns the structured content.
+async fn exchange(mcp: &Mcp, tool: &str, args: serde_json::Value) -> serde_json::Value {
+    let result = mcp.call(tool, args.clone()).await;
+    eprintln!(
+        "--> {}\n<-- {}",
+        json!({"method": "tools/call", "params": {"name": tool, "arguments": args}}),
+        serde_json::to_string(&result).unwrap()
+    );
+    assert_ne!(result.is_error, Some(true), "{tool} failed: {result:?}");
+    result.structured_content.clone().expect("structuredContent")
+}
+
+#[tokio::test]
+async fn find_and_script_read_are_answered_by_the_real_plugin() {
+    let rbxm = installed_plugin().await;
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let mut studio = HeadlessStudio::start(port, &rbxm, "edit");
+    studio
+        .wait_for_line("[harness] connected context=edit", Duration::from_secs(30))
+        .await;
+
+    // A small tree with classes, tags, an attribute and a script to find and read.
+    let made = mcp
+        .ok(
+            "studio_exec",
+            json!({"script": "local f = Instance.new('Folder')\nf.Name = 'Finds'\n\
+                local m = Instance.new('Model')\nm.Name = 'Crate'\nm.Parent = f\n\
+                local p = Instance.new('Part')\np.Name = 'Lid'\np:AddTag('Loot')\np.Parent = m\n\
+                local w = Instance.new('WedgePart')\nw.Name = 'crate.ramp'\nw:SetAttribute('Slope', 30)\nw.Parent = f\n\
+                local s = Instance.new('Script')\ns.Name = 'Opener'\ns.Source = 'local a = 1\\nlocal b = 2\\nreturn a + b\\n'\ns.Parent = m\n\
+                f.Parent = workspace\nreturn #f:GetDescendants()"}),
+        )
+        .await;
+    assert_eq!(made["returns"], json!([4]), "{made}");
+
+    let all = exchange(&mcp, "studio_find", json!({"root": "Workspace.Finds"})).await;
+    let paths: Vec<&str> = all["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "game.Workspace.Finds.Crate",
+            "game.Workspace.Finds.Crate.Lid",
+            "game.Workspace.Finds.Crate.Opener",
+            "game.Workspace.Finds[\"crate.ramp\"]",
+        ],
+        "depth-first pre-order: {all}"
+    );
+    assert_eq!(all["truncated"], false);
+    let parts = mcp
+        .ok(
+            "studio_find",
+            json!({"root": "Workspace.Finds", "className": "BasePart"}),
+        )
+        .await;
+    assert_eq!(parts["matches"].as_array().unwrap().len(), 2, "IsA: {parts}");
+    let named = mcp
+        .ok("studio_find", json!({"root": "Workspace.Finds", "name": "CRATE"}))
+        .await;
+    assert_eq!(named["matches"].as_array().unwrap().len(), 2, "any case: {named}");
+    let tagged = mcp.ok("studio_find", json!({"tag": "Loot"})).await;
+    assert_eq!(
+        tagged["matches"],
+        json!([{"path": "game.Workspace.Finds.Crate.Lid", "className": "Part"}])
+    );
+    let sloped = mcp.ok("studio_find", json!({"attribute": "Slope"})).await;
+    assert_eq!(sloped["matches"][0]["className"], "WedgePart");
+    let cut = mcp
+        .ok("studio_find", json!({"root": "Workspace.Finds", "limit": 1}))
+        .await;
+    assert_eq!(cut["truncated"], true);
+    assert!(cut["truncatedHint"].is_string(), "{cut}");
+    let bad = mcp.err("studio_find", json!({"pattern": "[a"})).await;
+    assert_eq!(bad["code"], "invalid_args");
+    assert!(bad["message"].as_str().unwrap().contains("pattern"), "{bad}");
+    let nowhere = mcp.err("studio_find", json!({"root": "Workspace.Nope"})).await;
+    assert_eq!(nowhere["code"], "not_found");
+
+    let script_path = paths[2];
+    let whole = mcp.ok("studio_script_read", json!({"path": script_path})).await;
+    assert_eq!(whole["source"], "local a = 1\nlocal b = 2\nreturn a + b\n");
+    assert_eq!(whole["lineCount"], 3);
+    assert_eq!(whole["path"], script_path);
+    let ranged = exchange(
+        &mcp,
+        "studio_script_read",
+        json!({"path": script_path, "startLine": 2, "endLine": 3}),
+    )
+    .await;
+    assert_eq!(ranged["source"], "local b = 2\nreturn a + b");
+    assert_eq!(ranged["hash"], whole["hash"], "the whole source's hash");
+    let past = mcp
+        .err("studio_script_read", json!({"path": script_path, "startLine": 4}))
+        .await;
+    assert_eq!(past["code"], "invalid_args");
+    assert!(past["message"].as_str().unwrap().contains("lineCount"), "{past}");
+    let part = mcp
+        .err("studio_script_read", json!({"path": "Workspace.Finds.Crate.Lid"}))
+        .await;
+    assert_eq!(part["code"], "invalid_args");
+
+    let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
+}

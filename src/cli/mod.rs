@@ -158,7 +158,8 @@ fn no_install_plugin() -> Arg {
 fn subcommand_for(command: &dyn DynCommand) -> clap::Command {
     let spec = command.spec();
     let first_sentence = spec.description.split(". ").next().unwrap_or(spec.description);
-    let mut sub = clap::Command::new(spec.name)
+    // Kebab case on the command line (`script-read`), as shells and clap users expect.
+    let mut sub = clap::Command::new(spec.name.replace('_', "-"))
         .about(first_sentence.trim_end_matches('.').to_owned())
         .long_about(spec.description);
     let schema = command.input_schema();
@@ -328,7 +329,7 @@ fn scalar(name: &str, kind: &str, text: &str) -> Result<Json, ToolError> {
 /// Runs one table command from the command line: hosts the bridge for the length of the
 /// call (waiting the startup grace for plugins to connect), prints, and exits 1 on error.
 pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions) -> ExitCode {
-    let Some(command) = commands::find(name) else {
+    let Some(command) = commands::find(&name.replace('-', "_")) else {
         eprintln!("error: unknown command {name}");
         return ExitCode::FAILURE;
     };

@@ -12,13 +12,12 @@ use crate::protocol::{Context, ToolError};
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct LogsArgs {
     #[serde(default = "default_count")]
-    #[schemars(range(min = 1, max = 10000))]
+    #[schemars(range(max = 10000))]
     pub count: u32,
     #[serde(default)]
     pub direction: Direction,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub levels: Option<Vec<Level>>,
-    /// studio-bridge's own lines too.
     #[serde(default)]
     pub include_internal: bool,
     /// Entries after this seq, oldest first.

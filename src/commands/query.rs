@@ -16,7 +16,7 @@ const MAX_DEPTH: u32 = 10;
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct QueryArgs {
-    /// e.g. `Workspace.Model["My.Part"]`.
+    /// e.g. `Workspace["A.B"].C`.
     #[serde(default = "default_path")]
     pub path: String,
     #[serde(default)]

@@ -29,7 +29,7 @@ impl Command for State {
     type Result = StateResult;
     const SPEC: Spec = Spec {
         name: "state",
-        description: "Run state (Edit, Play, Run, Paused, Server, Client), place name and ids.",
+        description: "Run state (Edit, Play, Run…), place name and ids.",
         needs_session: true,
         default_context: Context::Edit,
         timeout: Duration::from_secs(5),
