@@ -78,6 +78,8 @@ pub fn render(command: &str, result: &Json, out: Style, err: Style) -> Rendered 
         "sessions" => sessions(result, out),
         "query" => query(result, out),
         "logs" => logs(result, out, err),
+        "find" => find(result),
+        "script_read" => script_read(result, out),
         _ => None,
     };
     match specific {
@@ -341,6 +343,34 @@ fn logs(result: &Json, out: Style, err: Style) -> Option<Rendered> {
     Some(rendered)
 }
 
+/// One path per line, for pipes (`studio-bridge find … | xargs …`).
+fn find(result: &Json) -> Option<Rendered> {
+    let mut rendered = Rendered::default();
+    for found in result.get("matches")?.as_array()? {
+        let _ = writeln!(rendered.stdout, "{}", found.get("path")?.as_str()?);
+    }
+    Some(rendered)
+}
+
+/// The source with line numbers, like `cat -n`, when it is the whole script (a ranged
+/// read does not say where its lines start: it prints them as they are).
+fn script_read(result: &Json, out: Style) -> Option<Rendered> {
+    let source = result.get("source")?.as_str()?;
+    let line_count = result.get("lineCount")?.as_u64()?;
+    let lines: Vec<&str> = source.lines().collect();
+    let mut rendered = Rendered::default();
+    if lines.len() as u64 == line_count {
+        let width = line_count.to_string().len().max(4);
+        for (i, line) in lines.iter().enumerate() {
+            let number = format!("{:>width$}", i + 1);
+            let _ = writeln!(rendered.stdout, "{}  {line}", out.dim(&number));
+        }
+    } else {
+        let _ = writeln!(rendered.stdout, "{source}");
+    }
+    Some(rendered)
+}
+
 // generic ------------------------------------------------------------------------------
 
 /// Any result as indented `key: value` lines. Where it ran (`sessionId`, `context` at the
@@ -545,6 +575,17 @@ mod tests {
         assert_eq!(
             event_line(&json!({"seq": 5, "level": "Warning", "body": "x"}), PLAIN),
             "[Warning] x"
+        );
+    }
+
+    #[test]
+    fn find_is_one_path_a_line_and_script_read_is_numbered() {
+        let found = json!({"matches": [{"path": "game.Workspace.A", "className": "Part"}, {"path": "game.Workspace.B", "className": "Model"}], "truncated": false});
+        assert_eq!(plain("find", &found).stdout, "game.Workspace.A\ngame.Workspace.B\n");
+        let read = json!({"source": "local a = 1\nreturn a\n", "lineCount": 2, "hash": "h", "path": "game.S"});
+        assert_eq!(
+            plain("script_read", &read).stdout,
+            "   1  local a = 1\n   2  return a\n"
         );
     }
 
