@@ -58,11 +58,13 @@ pub fn bound(mut value: Json, limit: usize, hint: &str) -> Json {
         }
         excess = excess.saturating_sub(removed - 3);
     }
-    mark(value, size, limit, hint)
+    mark(value, size, hint)
 }
 
-fn mark(value: Json, size: usize, limit: usize, hint: &str) -> Json {
-    let note = format!("The full result was {size} bytes, over the {limit}-byte limit, and was cut. {hint}");
+fn mark(value: Json, size: usize, hint: &str) -> Json {
+    // The limit here is the JSON's share of the result bound (see `commands::invoke`), not
+    // the `--max-result-kib` a user set, so the note names only the full size.
+    let note = format!("The full result was {size} bytes of JSON, over the result bound, and was cut. {hint}");
     match value {
         Json::Object(mut object) => {
             object.insert("truncated".into(), Json::Bool(true));
