@@ -265,6 +265,7 @@ impl PeerLink {
                 plugin_timeout_ms: call
                     .plugin_timeout
                     .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+                default_context: call.default_context,
             })
         })?;
         tokio::select! {

@@ -17,7 +17,7 @@ use super::registry::{self, Outbound, Registry};
 use super::{Call, CallHooks, Progress, SessionEvent, Target};
 use crate::protocol::messages::{Frame, Framing, decode_frame};
 use crate::protocol::peer::{HostOut, PeerRequest, encode};
-use crate::protocol::{Context, value};
+use crate::protocol::value;
 
 /// Close code telling peers the host is shutting down cleanly: they take over at once
 /// instead of waiting out the failover jitter.
@@ -83,13 +83,13 @@ fn handle(
             args,
             timeout_ms,
             plugin_timeout_ms,
+            default_context,
         } => {
             let cancel = CancellationToken::new();
             inflight
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .insert(id, cancel.clone());
-            let default_context = crate::commands::find(&action).map_or(Context::Edit, |c| c.spec().default_context);
             let call = Call {
                 target,
                 action,

@@ -2,22 +2,8 @@
 //! Sessions, the resolution table). A pure function over a snapshot of the registry, so
 //! every row of the table is tested here.
 
-use serde::{Deserialize, Serialize};
-
+pub use crate::protocol::Target;
 use crate::protocol::{Context, ErrorCode, ToolError};
-
-/// What a caller asked for. All parts optional: the common case is an agent with one
-/// Studio open that names nothing.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Target {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub instance_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub context: Option<Context>,
-}
 
 /// The part of a session that resolution looks at.
 #[derive(Debug, Clone, Copy)]

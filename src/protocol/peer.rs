@@ -6,8 +6,7 @@ use rmpv::Value as Msgpack;
 use serde::Serialize;
 
 use super::messages::{Fields, FrameError, as_f64, as_u64, into_string};
-use super::{Context, ErrorCode, Ran, ToolError, value};
-use crate::bridge::Target;
+use super::{Context, ErrorCode, Ran, Target, ToolError, value};
 
 /// Peer → host.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,6 +21,9 @@ pub enum PeerRequest {
         /// **As built:** the `timeoutMs` to give the plugin when it differs from the
         /// deadline (`exec` gives the plugin `timeoutMs` and waits 5 s longer).
         plugin_timeout_ms: Option<u64>,
+        /// **As built:** the action's default context from the peer's own command
+        /// table, so the host needs no command table of its own (`edit` when absent).
+        default_context: Context,
     },
     Cancel {
         id: u64,
@@ -104,6 +106,11 @@ impl PeerRequest {
                 },
                 timeout_ms: fields.uint("call", "timeoutMs")?,
                 plugin_timeout_ms: fields.take("pluginTimeoutMs").as_ref().and_then(as_u64),
+                default_context: fields
+                    .take("defaultContext")
+                    .and_then(into_string)
+                    .and_then(|c| Context::parse(&c))
+                    .unwrap_or(Context::Edit),
             },
             "cancel" => PeerRequest::Cancel {
                 id: fields.uint("cancel", "id")?,
@@ -200,6 +207,7 @@ pub enum PeerOut<'a> {
         timeout_ms: u64,
         #[serde(skip_serializing_if = "Option::is_none")]
         plugin_timeout_ms: Option<u64>,
+        default_context: Context,
     },
     Cancel {
         id: u64,
@@ -274,6 +282,7 @@ mod tests {
             args: &args,
             timeout_ms: 6000,
             plugin_timeout_ms: Some(1000),
+            default_context: Context::Server,
         });
         assert_eq!(
             PeerRequest::parse(decode(&bytes)).unwrap(),
@@ -283,7 +292,8 @@ mod tests {
                 action: "exec".into(),
                 args,
                 timeout_ms: 6000,
-                plugin_timeout_ms: Some(1000)
+                plugin_timeout_ms: Some(1000),
+                default_context: Context::Server,
             }
         );
     }
