@@ -20,7 +20,6 @@ const HOST_GRACE: Duration = Duration::from_secs(5);
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ExecArgs {
-    /// A Luau chunk; what it returns comes back in `returns`.
     pub script: String,
     #[serde(default = "default_timeout_ms")]
     #[schemars(range(min = 1, max = 600_000))]

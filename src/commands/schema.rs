@@ -147,10 +147,9 @@ pub(super) fn add_session_properties(schema: &mut Map<String, Json>) {
     if let Json::Object(properties) = properties {
         properties.insert("sessionId".into(), json!({ "type": "string" }));
         properties.insert("instanceId".into(), json!({ "type": "string" }));
-        properties.insert(
-            "context".into(),
-            json!({ "type": "string", "enum": ["edit", "server", "client"] }),
-        );
+        // Its values (edit, server, client) are in the instructions too; an enum here
+        // would repeat them in every tool, and a wrong value is refused with the list.
+        properties.insert("context".into(), json!({ "type": "string" }));
     }
 }
 
