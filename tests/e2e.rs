@@ -32,7 +32,8 @@ async fn tools_are_listed_in_a_stable_order_with_schemas_and_annotations() {
         assert!(tool.description.as_deref().is_some_and(|d| d.len() > 20));
         let annotations = tool.annotations.as_ref().expect("annotations");
         let read_only = annotations.read_only_hint == Some(true);
-        assert_eq!(read_only, tool.name != "studio_exec", "{}", tool.name);
+        let writes = ["studio_exec", "studio_script_edit"].contains(&tool.name.as_ref());
+        assert_eq!(read_only, !writes, "{}", tool.name);
         // exec can do anything Luau can: it says so.
         let exec = tool.name == "studio_exec";
         assert_eq!(annotations.destructive_hint == Some(true), exec, "{}", tool.name);
@@ -879,4 +880,98 @@ async fn find_and_script_read_validate_their_arguments_before_the_plugin() {
     assert_eq!(requests[1].action, "script_read");
     assert_eq!(requests[1].args["startLine"].as_u64(), Some(2));
     assert!(requests[1].args["endLine"].is_nil(), "an absent endLine is not sent");
+}
+
+#[tokio::test]
+async fn script_edit_and_script_search_validate_their_arguments_before_the_plugin() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let plugin = FakePlugin::connect(
+        port,
+        Identity::edit("A"),
+        handler(|action, args| match action {
+            "script_edit" => Reply::Ok(value_map(vec![
+                ("hash", "0123abcd-4".into()),
+                ("lineCount", 1.into()),
+                ("path", args["path"].clone()),
+            ])),
+            "script_search" => Reply::Ok(value_map(vec![
+                ("matches", Value::Array(vec![])),
+                ("truncated", false.into()),
+            ])),
+            other => Reply::Err("unknown_action", format!("no action {other}")),
+        }),
+    )
+    .await;
+
+    let line = |s: i64, e: i64| json!([{"startLine": s, "endLine": e, "text": "x"}]);
+    for (args, field) in [
+        (json!({"source": "x"}), "path"),
+        (json!({"path": "", "source": "x"}), "`path`"),
+        (json!({"path": "S"}), "`source`"),
+        (
+            json!({"path": "S", "source": "x", "find": "a", "replace": "b"}),
+            "exactly one",
+        ),
+        (json!({"path": "S", "source": "x", "edits": line(1, 1)}), "exactly one"),
+        (json!({"path": "S", "find": "a"}), "`replace`"),
+        (json!({"path": "S", "replace": "a"}), "`find`"),
+        (json!({"path": "S", "find": "", "replace": "b"}), "`find`"),
+        (json!({"path": "S", "find": "a", "replace": "b", "count": 0}), "`count`"),
+        (
+            json!({"path": "S", "find": "a", "replace": "b", "count": -1}),
+            "`count`",
+        ),
+        (json!({"path": "S", "source": "x", "count": 2}), "`count`"),
+        (json!({"path": "S", "edits": []}), "`edits`"),
+        (json!({"path": "S", "edits": line(0, 0)}), "`edits[0].startLine`"),
+        (json!({"path": "S", "edits": line(3, 1)}), "`edits[0].endLine`"),
+        (
+            json!({"path": "S", "edits": [{"startLine": 1, "text": "x"}]}),
+            "endLine",
+        ),
+        (json!({"path": "S", "source": 5}), "`source`"),
+        (json!({"path": "S", "source": "x", "expectedHash": 1}), "`expectedHash`"),
+    ] {
+        let error = mcp.err("studio_script_edit", args.clone()).await;
+        assert_eq!(error["code"], "invalid_args", "{args}: {error}");
+        assert!(error["message"].as_str().unwrap().contains(field), "{args}: {error}");
+    }
+    for (args, field) in [
+        (json!({}), "query"),
+        (json!({"query": ""}), "`query`"),
+        (json!({"query": "a", "limit": 0}), "`limit`"),
+        (json!({"query": "a", "limit": 10001}), "`limit`"),
+        (json!({"query": "a", "regex": "yes"}), "`regex`"),
+        (json!({"query": "a", "root": ""}), "`root`"),
+    ] {
+        let error = mcp.err("studio_script_search", args.clone()).await;
+        assert_eq!(error["code"], "invalid_args", "{args}: {error}");
+        assert!(error["message"].as_str().unwrap().contains(field), "{args}: {error}");
+    }
+    assert!(plugin.log().requests.is_empty(), "nothing invalid reached the plugin");
+
+    let edited = mcp
+        .ok(
+            "studio_script_edit",
+            json!({"path": "ServerScriptService.Main", "edits": line(1, 0), "expectedHash": "0123abcd-4"}),
+        )
+        .await;
+    assert_eq!(edited["hash"], "0123abcd-4");
+    mcp.ok("studio_script_search", json!({"query": "needle"})).await;
+    let requests = plugin.log().requests;
+    assert_eq!(requests[0].action, "script_edit");
+    assert_eq!(
+        requests[0].args["edits"][0]["endLine"].as_u64(),
+        Some(0),
+        "an insert at the top"
+    );
+    assert_eq!(requests[0].args["expectedHash"].as_str(), Some("0123abcd-4"));
+    assert!(requests[0].args["source"].is_nil(), "an absent mode is not sent");
+    assert_eq!(requests[1].action, "script_search");
+    assert_eq!(requests[1].args["limit"].as_u64(), Some(200), "limit defaults to 200");
+    assert_eq!(requests[1].args["root"].as_str(), Some("game"));
+    assert_eq!(requests[1].args["regex"].as_bool(), Some(false));
+    assert_eq!(requests[1].args["caseSensitive"].as_bool(), Some(false));
+    assert!(requests[1].timeout_ms <= 15_000, "{}", requests[1].timeout_ms);
 }

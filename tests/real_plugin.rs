@@ -430,3 +430,111 @@ async fn find_and_script_read_are_answered_by_the_real_plugin() {
 
     let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
 }
+
+#[tokio::test]
+async fn script_edit_and_script_search_are_answered_by_the_real_plugin() {
+    let rbxm = installed_plugin().await;
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let mut studio = HeadlessStudio::start(port, &rbxm, "edit");
+    studio
+        .wait_for_line("[harness] connected context=edit", Duration::from_secs(30))
+        .await;
+
+    let made = mcp
+        .ok(
+            "studio_exec",
+            json!({"script": "local f = Instance.new('Folder')\nf.Name = 'Edits'\n\
+                local s = Instance.new('Script')\ns.Name = 'Counter'\ns.Source = 'local count = 0\\nlocal step = 1\\nreturn count\\n'\ns.Parent = f\n\
+                local m = Instance.new('ModuleScript')\nm.Name = 'Util'\nm.Source = '-- TODO: tidy\\nreturn {}\\n'\nm.Parent = f\n\
+                f.Parent = game:GetService('ServerStorage')\nreturn #f:GetChildren()"}),
+        )
+        .await;
+    assert_eq!(made["returns"], json!([2]), "{made}");
+    let path = "game.ServerStorage.Edits.Counter";
+
+    let read = mcp.ok("studio_script_read", json!({"path": path})).await;
+    let edited = exchange(
+        &mcp,
+        "studio_script_edit",
+        json!({
+            "path": path,
+            "edits": [
+                {"startLine": 1, "endLine": 0, "text": "--!strict"},
+                {"startLine": 2, "endLine": 2, "text": "local step = 2"},
+            ],
+            "expectedHash": read["hash"],
+        }),
+    )
+    .await;
+    assert_eq!(edited["lineCount"], 4, "{edited}");
+    assert_eq!(edited["path"], path);
+    let after = mcp.ok("studio_script_read", json!({"path": path})).await;
+    assert_eq!(
+        after["source"],
+        "--!strict\nlocal count = 0\nlocal step = 2\nreturn count\n"
+    );
+    assert_eq!(after["hash"], edited["hash"], "the result's hash is the new source's");
+
+    // The first read's hash is stale now: conflict, nothing written.
+    let args = json!({"path": path, "source": "return nil\n", "expectedHash": read["hash"]});
+    let stale = mcp.call("studio_script_edit", args.clone()).await;
+    eprintln!(
+        "--> {}\n<-- {}",
+        json!({"method": "tools/call", "params": {"name": "studio_script_edit", "arguments": args}}),
+        serde_json::to_string(&stale).unwrap()
+    );
+    let conflict = mcp.err("studio_script_edit", args).await;
+    assert_eq!(conflict["code"], "conflict", "{conflict}");
+    let unchanged = mcp.ok("studio_script_read", json!({"path": path})).await;
+    assert_eq!(unchanged["source"], after["source"], "nothing written");
+
+    let replaced = mcp
+        .ok(
+            "studio_script_edit",
+            json!({"path": path, "find": "count", "replace": "total", "count": 2}),
+        )
+        .await;
+    assert_eq!(replaced["lineCount"], 4);
+    let wrong = mcp
+        .err(
+            "studio_script_edit",
+            json!({"path": path, "find": "total", "replace": "n"}),
+        )
+        .await;
+    assert_eq!(wrong["code"], "invalid_args");
+    assert!(wrong["message"].as_str().unwrap().contains("occurs 2 times"), "{wrong}");
+
+    let found = exchange(
+        &mcp,
+        "studio_script_search",
+        json!({"query": "TOTAL|todo", "root": "ServerStorage.Edits"}),
+    )
+    .await;
+    assert_eq!(found["matches"], json!([]), "plain text: | is not an alternation");
+    let found = exchange(
+        &mcp,
+        "studio_script_search",
+        json!({"query": "^%-%- todo", "regex": true, "root": "ServerStorage.Edits"}),
+    )
+    .await;
+    assert_eq!(
+        found["matches"],
+        json!([{"path": "game.ServerStorage.Edits.Util", "line": 1, "text": "-- TODO: tidy"}])
+    );
+    let totals = mcp
+        .ok("studio_script_search", json!({"query": "total", "limit": 1}))
+        .await;
+    assert_eq!(
+        totals["matches"],
+        json!([{"path": path, "line": 2, "text": "local total = 0"}])
+    );
+    assert_eq!(totals["truncated"], true);
+    let bad = mcp
+        .err("studio_script_search", json!({"query": "[a", "regex": true}))
+        .await;
+    assert_eq!(bad["code"], "invalid_args");
+    assert!(bad["message"].as_str().unwrap().contains("query"), "{bad}");
+
+    let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
+}

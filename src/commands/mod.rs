@@ -9,7 +9,9 @@ pub mod logs;
 pub mod query;
 mod schema;
 pub mod screenshot;
+pub mod script_edit;
 pub mod script_read;
+pub mod script_search;
 pub mod sessions;
 pub mod state;
 pub mod target;
@@ -272,6 +274,8 @@ pub static ALL: &[&dyn DynCommand] = &[
     erased::<exec::Exec>(),
     erased::<screenshot::Screenshot>(),
     erased::<script_read::ScriptRead>(),
+    erased::<script_search::ScriptSearch>(),
+    erased::<script_edit::ScriptEdit>(),
 ];
 
 pub fn find(name: &str) -> Option<&'static dyn DynCommand> {

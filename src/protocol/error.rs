@@ -22,6 +22,7 @@ pub enum ErrorCode {
     MessageTooLarge,
     HostLost,
     PermissionDenied,
+    Conflict,
 }
 
 impl ErrorCode {
@@ -42,6 +43,7 @@ impl ErrorCode {
             ErrorCode::MessageTooLarge => "message_too_large",
             ErrorCode::HostLost => "host_lost",
             ErrorCode::PermissionDenied => "permission_denied",
+            ErrorCode::Conflict => "conflict",
         }
     }
 

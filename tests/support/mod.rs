@@ -9,7 +9,7 @@ pub mod mcp_client;
 use std::time::{Duration, Instant};
 
 /// Every tool, in the order `tools/list` gives them.
-pub const TOOLS: [&str; 9] = [
+pub const TOOLS: [&str; 11] = [
     "studio_sessions",
     "studio_target",
     "studio_state",
@@ -19,6 +19,8 @@ pub const TOOLS: [&str; 9] = [
     "studio_exec",
     "studio_screenshot",
     "studio_script_read",
+    "studio_script_search",
+    "studio_script_edit",
 ];
 
 /// A port nobody listens on right now.

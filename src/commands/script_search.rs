@@ -1,0 +1,91 @@
+//! `script_search`: lines of every script under a root that contain a string (or match a
+//! Luau pattern), scripts in `find`'s order, then line order.
+
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{Command, Invocation, Kind, Output, Spec, plugin_json};
+use crate::protocol::{Context, ToolError};
+
+/// Most matches one call may ask for.
+const MAX_LIMIT: u32 = 10_000;
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ScriptSearchArgs {
+    pub query: String,
+    /// Luau pattern.
+    #[serde(default)]
+    pub regex: bool,
+    #[serde(default)]
+    pub case_sensitive: bool,
+    #[serde(default = "default_root")]
+    pub root: String,
+    #[serde(default = "default_limit")]
+    #[schemars(range(max = 10_000))]
+    pub limit: u32,
+}
+
+fn default_root() -> String {
+    "game".to_owned()
+}
+
+fn default_limit() -> u32 {
+    200
+}
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ScriptSearchResult {
+    /// Scripts in depth-first pre-order, then line order.
+    pub matches: Vec<ScriptMatch>,
+    /// True when `limit` cut the list.
+    pub truncated: bool,
+}
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ScriptMatch {
+    pub path: String,
+    pub line: u32,
+    /// The whole line, untrimmed; cut with a marker past 500 characters.
+    pub text: String,
+}
+
+pub struct ScriptSearch;
+
+impl Command for ScriptSearch {
+    type Args = ScriptSearchArgs;
+    type Result = ScriptSearchResult;
+    const SPEC: Spec = Spec {
+        name: "script_search",
+        description: "Search the source lines of scripts.",
+        needs_session: true,
+        default_context: Context::Edit,
+        timeout: Duration::from_secs(15),
+        kind: Kind::Read,
+        idempotent: true,
+        open_world: false,
+        positional: &["query"],
+        truncation_hint: "Narrow the root or the query, or raise limit.",
+        follow_event: None,
+    };
+
+    async fn run(args: ScriptSearchArgs, cx: &Invocation) -> Result<Output, ToolError> {
+        if args.query.is_empty() {
+            return Err(ToolError::invalid_args("`query` is empty; pass the text to look for."));
+        }
+        if !(1..=MAX_LIMIT).contains(&args.limit) {
+            return Err(ToolError::invalid_args(format!(
+                "`limit` must be between 1 and {MAX_LIMIT}."
+            )));
+        }
+        if args.root.trim().is_empty() {
+            return Err(ToolError::invalid_args(
+                "`root` is empty; pass an instance path such as game.ServerScriptService, or omit it for game.",
+            ));
+        }
+        let result = cx.call_plugin(&Self::SPEC, &args, Self::SPEC.timeout, None).await?;
+        Ok(Output::json(plugin_json(result)))
+    }
+}
