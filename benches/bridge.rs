@@ -1,4 +1,4 @@
-//! The end-to-end benchmark of TESTING.md (Benchmark), B1–B7.
+//! The end-to-end benchmark of TESTING.md (Benchmark), B1–B9.
 //!
 //! `cargo bench --bench bridge` spawns the release binary as `studio-bridge mcp --port P`,
 //! connects in-process fake plugins (tests/support/fake_plugin.rs) that answer at once,
@@ -84,6 +84,9 @@ async fn main() -> anyhow::Result<()> {
     if wants("B6") || wants("B7") {
         peers(&plan, &mut report, wants("B6"), wants("B7")).await?;
     }
+    if wants("B8") {
+        b8(&plan, &mut report).await;
+    }
     if wants("B9") {
         b9(&mut report);
     }
@@ -92,6 +95,55 @@ async fn main() -> anyhow::Result<()> {
     std::fs::write(&path, serde_json::to_string_pretty(&report.to_json(quick))?)?;
     println!("\nJSON: {}", path.display());
     Ok(())
+}
+
+/// B8: the plugin's own cost, measured where it runs: the real plugin's `find` over a
+/// place of 100,000 instances under Lune (`tests/lune/bench-find.luau`), its whole time
+/// and the longest stretch it held the thread without yielding (Studio's frame could not
+/// run then). Lune's Luau is the same VM family as Studio's; Studio may add native code
+/// generation, so these are an upper bound. Skipped with a note where Lune is missing.
+async fn b8(plan: &Plan, report: &mut Report) {
+    eprintln!("B8: find over 100,000 instances in the real plugin under Lune");
+    let what_total = "find over 100,000 instances under Lune: whole walk";
+    let what_stretch = "find: longest stretch without a yield";
+    let Some(lune) = lune_binary() else {
+        report.unavailable("B8", what_total, "Lune is not installed (bash .ci/run installs it)");
+        return;
+    };
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (mut totals, mut stretches) = (Vec::new(), Vec::new());
+    for _ in 0..plan.runs.min(5) {
+        let output = Command::new(&lune)
+            .args(["run", "tests/lune/bench-find.luau"])
+            .current_dir(repo)
+            .output()
+            .await;
+        let parsed = output
+            .ok()
+            .filter(|o| o.status.success())
+            .and_then(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).ok());
+        let Some(line) = parsed else {
+            report.unavailable("B8", what_total, "tests/lune/bench-find.luau failed");
+            return;
+        };
+        totals.push(line["totalMs"].as_f64().unwrap_or(f64::NAN));
+        stretches.push(line["longestStretchMs"].as_f64().unwrap_or(f64::NAN));
+    }
+    report.row("B8", what_total, totals, Unit::Millis, Target::AtMost(1000.0));
+    report.row("B8", what_stretch, stretches, Unit::Millis, Target::AtMost(50.0));
+}
+
+/// Lune: `$LUNE`, else on PATH, else where `.ci/run` installs it.
+fn lune_binary() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("LUNE") {
+        return Some(PathBuf::from(path));
+    }
+    let on_path = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
+        .map(|dir| dir.join("lune"));
+    let cached = std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache/studio-bridge-tools/bin/lune"));
+    on_path.chain(cached).find(|candidate| candidate.is_file())
 }
 
 /// B9: what the tool catalogue costs an agent's context (name + description + input
