@@ -32,8 +32,8 @@ async fn installed_plugin() -> PathBuf {
     file
 }
 
-#[tokio::test]
-async fn every_tool_is_answered_by_the_real_plugin_in_edit() {
+/// The installed plugin in a headless Studio in Edit, connected to a fresh `mcp` host.
+async fn edit_studio() -> (PathBuf, Mcp, HeadlessStudio) {
     let rbxm = installed_plugin().await;
     let port = free_port();
     let mcp = Mcp::spawn(port, &[]).await;
@@ -41,6 +41,12 @@ async fn every_tool_is_answered_by_the_real_plugin_in_edit() {
     studio
         .wait_for_line("[harness] connected context=edit", Duration::from_secs(30))
         .await;
+    (rbxm, mcp, studio)
+}
+
+#[tokio::test]
+async fn every_tool_is_answered_by_the_real_plugin_in_edit() {
+    let (rbxm, mcp, _studio) = edit_studio().await;
 
     let sessions = mcp.ok("studio_sessions", json!({})).await;
     let session = &sessions["sessions"][0];
@@ -336,13 +342,7 @@ async fn exchange(mcp: &Mcp, tool: &str, args: serde_json::Value) -> serde_json:
 
 #[tokio::test]
 async fn find_and_script_read_are_answered_by_the_real_plugin() {
-    let rbxm = installed_plugin().await;
-    let port = free_port();
-    let mcp = Mcp::spawn(port, &[]).await;
-    let mut studio = HeadlessStudio::start(port, &rbxm, "edit");
-    studio
-        .wait_for_line("[harness] connected context=edit", Duration::from_secs(30))
-        .await;
+    let (rbxm, mcp, _studio) = edit_studio().await;
 
     // A small tree with classes, tags, an attribute and a script to find and read.
     let made = mcp
@@ -433,13 +433,7 @@ async fn find_and_script_read_are_answered_by_the_real_plugin() {
 
 #[tokio::test]
 async fn script_edit_and_script_search_are_answered_by_the_real_plugin() {
-    let rbxm = installed_plugin().await;
-    let port = free_port();
-    let mcp = Mcp::spawn(port, &[]).await;
-    let mut studio = HeadlessStudio::start(port, &rbxm, "edit");
-    studio
-        .wait_for_line("[harness] connected context=edit", Duration::from_secs(30))
-        .await;
+    let (rbxm, mcp, _studio) = edit_studio().await;
 
     let made = mcp
         .ok(
