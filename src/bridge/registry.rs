@@ -381,13 +381,19 @@ impl Registry {
             changes.mark_unchanged();
             let in_grace = tokio::time::Instant::now() < grace_end;
             let waiting_for = match self.try_resolve(&call.target, call.default_context) {
-                Ok(Found::Link(link, ran)) => return Ok((link, ran)),
+                Ok(Found::Link(link, ran)) => {
+                    self.check_served(&ran, &call.action)?;
+                    return Ok((link, ran));
+                }
                 Ok(Found::Reconnecting) => Waiting::Reconnect,
                 Ok(Found::Provisional(_, settled)) if in_grace && tokio::time::Instant::now() < settled => {
                     Waiting::Siblings(settled)
                 }
                 Ok(Found::Provisional(outcome, _)) => match outcome {
-                    Ok(Some((link, ran))) => return Ok((link, ran)),
+                    Ok(Some((link, ran))) => {
+                        self.check_served(&ran, &call.action)?;
+                        return Ok((link, ran));
+                    }
                     Ok(None) => Waiting::Reconnect,
                     Err(error) => return Err(self.with_session_list(error)),
                 },
@@ -413,6 +419,27 @@ impl Registry {
                 () = cancel.cancelled() => return Err(cancelled()),
             }
         }
+    }
+
+    /// Refuses, before anything is sent, an action the session's plugin did not announce
+    /// in its `hello`: a plugin installed by an older studio-bridge lacks the newer
+    /// commands, and the fix is to update it, not to wait for its `unknown_action`.
+    fn check_served(&self, ran: &Ran, action: &str) -> Result<(), ToolError> {
+        let sessions = lock(&self.sessions);
+        let Some(session) = sessions.iter().find(|s| s.hello.session_id == ran.session_id) else {
+            return Ok(());
+        };
+        let actions = &session.hello.actions;
+        if actions.is_empty() || actions.iter().any(|a| a == action) {
+            return Ok(());
+        }
+        Err(ToolError::new(
+            ErrorCode::UnknownAction,
+            format!(
+                "The studio-bridge plugin in this Studio (version {}) does not serve `{action}`: it was installed by an older studio-bridge. Run `studio-bridge install-plugin` (or restart your agent's studio-bridge, which installs it) and restart Studio.",
+                session.hello.plugin_version
+            ),
+        ))
     }
 
     fn try_resolve(&self, target: &Target, default_context: Context) -> Result<Found, ToolError> {
@@ -719,6 +746,21 @@ mod tests {
         assert!(link.resolve(request["id"].as_u64().unwrap(), Ok(Msgpack::from("ran"))));
         let reply = pending.await.unwrap().expect("ran in edit, not timed out");
         assert_eq!(reply.ran.map(|r| r.context), Some(Context::Edit));
+    }
+
+    #[tokio::test]
+    async fn an_action_the_plugin_did_not_announce_is_refused_before_it_is_sent() {
+        let registry = Registry::with_graces(0, Duration::from_secs(10), Duration::ZERO);
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut old_plugin = hello("s1");
+        old_plugin.actions = vec!["state".into(), "exec".into()];
+        registry.connect(old_plugin, Link::new(Framing::Binary, tx));
+        let mut edit = call(Duration::from_secs(5));
+        edit.action = "script_edit".into();
+        let err = registry.call(edit, CallHooks::default()).await.unwrap_err();
+        assert_eq!(err.code, ErrorCode::UnknownAction);
+        assert!(err.message.contains("install-plugin"), "{}", err.message);
+        assert!(rx.try_recv().is_err(), "nothing reached the plugin");
     }
 
     #[tokio::test]

@@ -270,15 +270,16 @@ fn hello(identity: &Identity) -> Value {
         ("placeId", Value::F64(1818.0)),
         ("gameId", Value::F64(0.0)),
         ("state", identity.state.into()),
+        // Every action the command table sends to a plugin, as an up-to-date plugin has.
         (
             "actions",
-            Value::Array(vec![
-                "state".into(),
-                "logs".into(),
-                "query".into(),
-                "exec".into(),
-                "screenshot".into(),
-            ]),
+            Value::Array(
+                studio_bridge::commands::ALL
+                    .iter()
+                    .filter(|c| c.spec().needs_session)
+                    .map(|c| c.spec().name.into())
+                    .collect(),
+            ),
         ),
     ])
 }
