@@ -975,3 +975,138 @@ async fn script_edit_and_script_search_validate_their_arguments_before_the_plugi
     assert_eq!(requests[1].args["caseSensitive"].as_bool(), Some(false));
     assert!(requests[1].timeout_ms <= 15_000, "{}", requests[1].timeout_ms);
 }
+
+/// PROTOCOL.md, Sessions: the edit plugin holds its Studio's one socket and carries the
+/// playtest's server and clients over it, each still a session of its own.
+#[tokio::test]
+async fn playtest_sessions_carried_over_the_edit_socket_are_routed_by_session() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let edit = FakePlugin::connect(
+        port,
+        Identity::edit("A"),
+        handler(|action, args| match action {
+            "exec" => Reply::Progress(
+                vec![1.0, 2.0],
+                Box::new(Reply::Ok(value_map(vec![
+                    ("success", true.into()),
+                    ("returns", Value::Array(vec![args["script"].clone()])),
+                    ("logs", Value::Array(vec![])),
+                ]))),
+            ),
+            _ => studio_like()(action, args),
+        }),
+    )
+    .await;
+    edit.carry(Identity::play("A", "server"));
+    edit.carry(Identity::play("A", "client"));
+    edit.carry(Identity {
+        session_id: "A-client2".into(),
+        ..Identity::play("A", "client")
+    });
+    edit.wait("three carried welcomes", Duration::from_secs(5), |log| {
+        log.carried_welcomes.len() == 3
+    })
+    .await;
+    let listed = mcp.ok("studio_sessions", json!({})).await;
+    let contexts: Vec<(&str, &str)> = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["sessionId"].as_str().unwrap(), s["context"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        contexts,
+        [
+            ("A-edit", "edit"),
+            ("A-server", "server"),
+            ("A-client", "client"),
+            ("A-client2", "client")
+        ]
+    );
+
+    // exec defaults to the server: the request goes out tagged for the carried server.
+    let ran = mcp.ok("studio_exec", json!({"script": "on the server"})).await;
+    assert_eq!(ran["returns"], json!(["on the server"]));
+    assert_eq!(
+        (ran["sessionId"].as_str(), ran["context"].as_str()),
+        (Some("A-server"), Some("server"))
+    );
+    let ran = mcp
+        .ok(
+            "studio_exec",
+            json!({"script": "on client 2", "sessionId": "A-client2"}),
+        )
+        .await;
+    assert_eq!(ran["returns"], json!(["on client 2"]));
+    let state = mcp.ok("studio_state", json!({})).await;
+    assert_eq!(state["sessionId"], "A-edit", "the socket's own session is untagged");
+    let sessions: Vec<Option<String>> = edit.log().requests.iter().map(|r| r.session.clone()).collect();
+    assert_eq!(
+        sessions,
+        [Some("A-server".to_owned()), Some("A-client2".to_owned()), None],
+        "each request names the carried session it is for"
+    );
+
+    // `bye`: that DataModel closed; its session goes at once, the others stay.
+    edit.bye("A-client2");
+    let mut listed;
+    loop {
+        listed = mcp.ok("studio_sessions", json!({})).await;
+        if listed["sessions"].as_array().unwrap().len() == 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for session in listed["sessions"].as_array().unwrap() {
+        assert_eq!(session["status"], "connected", "{session}");
+        assert_ne!(session["sessionId"], "A-client2");
+    }
+    let gone = mcp.err("studio_state", json!({"sessionId": "A-client2"})).await;
+    assert_eq!(gone["code"], "session_not_found");
+}
+
+#[tokio::test]
+async fn carried_sessions_reconnect_with_their_socket_and_strangers_are_refused() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let edit = FakePlugin::connect(
+        port,
+        Identity::edit("A"),
+        handler(|action, args| match action {
+            "exec" if args["script"].as_str() == Some("drop") => Reply::Drop(Some(Duration::from_millis(300))),
+            _ => studio_like()(action, args),
+        }),
+    )
+    .await;
+    edit.carry(Identity::play("A", "server"));
+    // Not of this instance, and an edit DataModel: neither may ride this socket.
+    edit.carry(Identity::play("B", "server"));
+    edit.carry(Identity {
+        session_id: "A-edit-2".into(),
+        ..Identity::play("A", "edit")
+    });
+    let log = edit
+        .wait("two refusals", Duration::from_secs(5), |log| log.rejects.len() == 2)
+        .await;
+    assert_eq!(log.carried_welcomes, ["A-server"]);
+    assert!(
+        log.rejects.iter().all(|(code, _)| code == "bad_hello"),
+        "{:?}",
+        log.rejects
+    );
+    assert!(
+        log.closes.is_empty(),
+        "a refused carried session does not close the socket"
+    );
+
+    // The socket drops mid-call: the call on the carried server fails, and the session
+    // comes back when the edit plugin reconnects and says hello for it again.
+    let error = mcp.err("studio_exec", json!({"script": "drop"})).await;
+    assert_eq!(error["code"], "session_lost");
+    let ran = mcp.ok("studio_exec", json!({"script": "after"})).await;
+    assert_eq!(ran["sessionId"], "A-server");
+    let log = edit.log();
+    assert_eq!(log.welcomes, 2);
+    assert_eq!(log.carried_welcomes.iter().filter(|s| *s == "A-server").count(), 2);
+}

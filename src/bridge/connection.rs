@@ -2,6 +2,7 @@
 //! plugin). The reader runs here; a writer task owns the socket's sending half and
 //! batches whatever is queued before each flush.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,9 +16,9 @@ use super::budget;
 use super::registry::{Link, Outbound, Registry};
 use super::{Progress, SessionEvent};
 use crate::protocol::messages::{
-    FrameError, Framing, Hello, HostMessage, PluginFailure, PluginMessage, decode_frame, encode_frame,
+    FrameError, Framing, Hello, HostMessage, PluginFailure, PluginMessage, Routed, decode_frame, encode_frame,
 };
-use crate::protocol::{ErrorCode, PROTOCOL_VERSION, SERVER_VERSION, ToolError, value};
+use crate::protocol::{Context, ErrorCode, PROTOCOL_VERSION, SERVER_VERSION, ToolError, value};
 
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 const PING_INTERVAL: Duration = Duration::from_secs(10);
@@ -57,6 +58,7 @@ pub async fn serve_plugin(
                     &HostMessage::Reject {
                         code,
                         message: &message,
+                        session: None,
                     },
                     framing,
                 );
@@ -67,15 +69,13 @@ pub async fn serve_plugin(
         }
     };
     if hello.protocol != PROTOCOL_VERSION {
-        let message = format!(
-            "This plugin speaks protocol {} but studio-bridge {SERVER_VERSION} speaks {PROTOCOL_VERSION}. Run `studio-bridge install-plugin` with the studio-bridge your agent uses, then restart Studio.",
-            hello.protocol
-        );
+        let message = mismatch_message(hello.protocol);
         tracing::warn!(session = %hello.session_id, "{message}");
         let reject = encode_frame(
             &HostMessage::Reject {
                 code: "protocol_mismatch",
                 message: &message,
+                session: None,
             },
             framing,
         );
@@ -94,11 +94,17 @@ pub async fn serve_plugin(
         protocol: PROTOCOL_VERSION,
         server_version: SERVER_VERSION,
         session_id: &session_id,
+        multiplex: true,
     });
     tracing::info!(session = %session_id, context = %hello.context, place = %hello.place_name, "plugin connected");
+    let mut carried = Carried {
+        own_session: session_id.clone(),
+        own_instance: hello.instance_id.clone(),
+        channels: HashMap::new(),
+    };
     let generation = registry.connect(hello, Arc::clone(&link));
 
-    let end = read_loop(&mut stream, &link, &registry, &session_id, &shutdown).await;
+    let end = read_loop(&mut stream, &link, &registry, &mut carried, &shutdown).await;
     let error = match &end {
         End::TooLarge(reason) => {
             link.close(CLOSE_TOO_LARGE, "message too large");
@@ -124,9 +130,106 @@ pub async fn serve_plugin(
     };
     link.fail_all(&error);
     registry.disconnect(&session_id, generation);
+    // The sessions this socket carried reconnect with it: the edit plugin says hello for
+    // each again on its next connection.
+    for (carried_id, channel) in carried.channels.drain() {
+        channel.link.fail_all(&error);
+        registry.disconnect(&carried_id, channel.generation);
+    }
     tracing::info!(session = %session_id, "plugin disconnected");
     drop(link);
     let _ = writer.await;
+}
+
+fn mismatch_message(protocol: u64) -> String {
+    format!(
+        "This plugin speaks protocol {protocol} but studio-bridge {SERVER_VERSION} speaks {PROTOCOL_VERSION}. Run `studio-bridge install-plugin` with the studio-bridge your agent uses, then restart Studio."
+    )
+}
+
+/// At most this many playtest DataModels on one plugin socket (a server and up to eight
+/// clients is the largest Studio test; the cap bounds what a misbehaving plugin can make
+/// the host hold).
+const MAX_CARRIED: usize = 32;
+
+/// The sessions one socket carries besides its own (PROTOCOL.md, Sessions): the Play
+/// server and clients that the edit plugin multiplexes, each with its own link.
+struct Carried {
+    own_session: String,
+    own_instance: String,
+    channels: HashMap<String, Channel>,
+}
+
+struct Channel {
+    link: Arc<Link>,
+    generation: u64,
+}
+
+impl Carried {
+    /// The link a message with `session` belongs to; `None` when that session is not
+    /// carried here (its answer is dropped).
+    fn link<'a>(&'a self, own: &'a Arc<Link>, session: Option<&str>) -> Option<(&'a Arc<Link>, &'a str)> {
+        match session {
+            None => Some((own, &self.own_session)),
+            Some(id) if id == self.own_session => Some((own, &self.own_session)),
+            Some(id) => self.channels.get_key_value(id).map(|(id, c)| (&c.link, id.as_str())),
+        }
+    }
+
+    /// A `hello` after the first: a playtest DataModel the plugin carries from now on.
+    fn open(&mut self, hello: Hello, own: &Link, registry: &Registry) {
+        let refuse = |code: &str, message: &str| {
+            tracing::warn!(session = %hello.session_id, %message, "refused a multiplexed session");
+            own.send(&HostMessage::Reject {
+                code,
+                message,
+                session: Some(&hello.session_id),
+            });
+        };
+        if hello.protocol != PROTOCOL_VERSION {
+            return refuse("protocol_mismatch", &mismatch_message(hello.protocol));
+        }
+        if hello.session_id == self.own_session || hello.context == Context::Edit {
+            return refuse(
+                "bad_hello",
+                "a multiplexed session is a playtest DataModel (context server or client) with a sessionId of its own",
+            );
+        }
+        if hello.instance_id != self.own_instance {
+            return refuse(
+                "bad_hello",
+                "a multiplexed session belongs to the instance of the session whose socket carries it",
+            );
+        }
+        if !self.channels.contains_key(&hello.session_id) && self.channels.len() >= MAX_CARRIED {
+            return refuse("bad_hello", "too many playtest sessions on one connection");
+        }
+        let session_id = hello.session_id.clone();
+        let link = own.channel(session_id.clone());
+        link.send(&HostMessage::Welcome {
+            protocol: PROTOCOL_VERSION,
+            server_version: SERVER_VERSION,
+            session_id: &session_id,
+            multiplex: true,
+        });
+        tracing::info!(session = %session_id, context = %hello.context, via = %self.own_session, "playtest session connected");
+        let generation = registry.connect(hello, Arc::clone(&link));
+        if let Some(old) = self.channels.insert(session_id, Channel { link, generation }) {
+            old.link.fail_all(&lost_error());
+        }
+    }
+
+    /// A `bye`: that DataModel closed, so its session goes now, without a reconnect grace.
+    fn close(&mut self, session_id: &str, registry: &Registry) {
+        if let Some(channel) = self.channels.remove(session_id) {
+            channel.link.fail_all(&ToolError::new(
+                ErrorCode::SessionLost,
+                "The playtest DataModel closed while the call was in flight (the test ended). It was not re-sent. Check studio_sessions, then retry in the context that is there now.",
+            ));
+            registry.remove(session_id, channel.generation);
+            tracing::info!(session = %session_id, "playtest session closed");
+        }
+    }
 }
 
 fn lost_error() -> ToolError {
@@ -161,11 +264,13 @@ async fn read_hello(
 
 async fn read_loop(
     stream: &mut SplitStream<WebSocket>,
-    link: &Link,
+    link: &Arc<Link>,
     registry: &Registry,
-    session_id: &str,
+    carried: &mut Carried,
     shutdown: &CancellationToken,
 ) -> End {
+    let session_id = carried.own_session.clone();
+    let session_id = session_id.as_str();
     let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + PING_INTERVAL, PING_INTERVAL);
     let mut unanswered = 0u32;
     let mut ping_n = 0u64;
@@ -217,47 +322,70 @@ async fn read_loop(
                 continue;
             }
         };
-        match PluginMessage::parse(decoded) {
-            Ok(PluginMessage::Response { id, outcome }) => {
-                if !link.resolve(id, outcome.map_err(plugin_failure)) {
-                    tracing::debug!(session = %session_id, id, "dropped a response nobody waits for");
+        let Routed { session, message } = match PluginMessage::parse_routed(decoded) {
+            Ok(routed) => routed,
+            Err(error) => {
+                tracing::warn!(session = %session_id, %error, "rejected a malformed message");
+                continue;
+            }
+        };
+        match message {
+            PluginMessage::Hello(hello) => carried.open(hello, link, registry),
+            PluginMessage::Bye => {
+                if let Some(gone) = session.as_deref() {
+                    carried.close(gone, registry);
                 }
             }
-            Ok(PluginMessage::Progress {
-                id,
+            PluginMessage::Pong { .. } => {}
+            PluginMessage::Unknown(kind) => {
+                tracing::debug!(session = %session_id, %kind, "ignored an unknown message type")
+            }
+            message => {
+                let Some((target, target_id)) = carried.link(link, session.as_deref()) else {
+                    tracing::debug!(session = %session_id, via = ?session, "dropped a message for a session this socket does not carry");
+                    continue;
+                };
+                deliver(message, target, target_id, registry);
+            }
+        }
+    }
+}
+
+/// Hands a response, progress or event to the session it belongs to.
+fn deliver(message: PluginMessage, link: &Link, session_id: &str, registry: &Registry) {
+    match message {
+        PluginMessage::Response { id, outcome } => {
+            if !link.resolve(id, outcome.map_err(plugin_failure)) {
+                tracing::debug!(session = %session_id, id, "dropped a response nobody waits for");
+            }
+        }
+        PluginMessage::Progress {
+            id,
+            progress,
+            total,
+            message,
+        } => link.progress(
+            id,
+            Progress {
                 progress,
                 total,
                 message,
-            }) => {
-                link.progress(
-                    id,
-                    Progress {
-                        progress,
-                        total,
-                        message,
-                    },
-                );
+            },
+        ),
+        PluginMessage::Event { event, data } => {
+            let data = value::to_json(&data);
+            if event == "state"
+                && let Some(state) = data.get("state").and_then(|s| s.as_str())
+            {
+                registry.set_state(session_id, state.to_owned());
             }
-            Ok(PluginMessage::Event { event, data }) => {
-                let data = value::to_json(&data);
-                if event == "state"
-                    && let Some(state) = data.get("state").and_then(|s| s.as_str())
-                {
-                    registry.set_state(session_id, state.to_owned());
-                }
-                registry.publish_event(SessionEvent {
-                    session_id: session_id.to_owned(),
-                    event,
-                    data,
-                });
-            }
-            Ok(PluginMessage::Pong { .. }) => {}
-            Ok(PluginMessage::Hello(_)) => tracing::debug!(session = %session_id, "ignored a second hello"),
-            Ok(PluginMessage::Unknown(kind)) => {
-                tracing::debug!(session = %session_id, %kind, "ignored an unknown message type")
-            }
-            Err(error) => tracing::warn!(session = %session_id, %error, "rejected a malformed message"),
+            registry.publish_event(SessionEvent {
+                session_id: session_id.to_owned(),
+                event,
+                data,
+            });
         }
+        PluginMessage::Hello(_) | PluginMessage::Bye | PluginMessage::Pong { .. } | PluginMessage::Unknown(_) => {}
     }
 }
 

@@ -63,6 +63,9 @@ pub struct Link {
     outbound: mpsc::UnboundedSender<Outbound>,
     pending: Mutex<HashMap<u64, Pending>>,
     closed: AtomicBool,
+    /// For a multiplexed session (a playtest DataModel carried over its edit plugin's
+    /// socket): its sessionId, stamped on every request and cancel sent through here.
+    channel: Option<String>,
 }
 
 struct Pending {
@@ -77,6 +80,19 @@ impl Link {
             outbound,
             pending: Mutex::new(HashMap::new()),
             closed: AtomicBool::new(false),
+            channel: None,
+        })
+    }
+
+    /// A link for a session multiplexed over this link's socket: it shares the socket
+    /// and keeps its own calls in flight.
+    pub fn channel(&self, session_id: String) -> Arc<Link> {
+        Arc::new(Link {
+            framing: self.framing,
+            outbound: self.outbound.clone(),
+            pending: Mutex::new(HashMap::new()),
+            closed: AtomicBool::new(false),
+            channel: Some(session_id),
         })
     }
 
@@ -86,7 +102,13 @@ impl Link {
             .is_ok()
     }
 
+    /// Closes the socket. A multiplexed session's link only stops taking calls: the
+    /// socket belongs to its edit session and every other session it carries.
     pub fn close(&self, code: u16, reason: &'static str) {
+        if self.channel.is_some() {
+            self.closed.store(true, Ordering::SeqCst);
+            return;
+        }
         let _ = self.outbound.send(Outbound::Close(code, reason));
     }
 
@@ -271,6 +293,20 @@ impl Registry {
         generation
     }
 
+    /// Removes a session at once (unless a newer connection took it over): its DataModel
+    /// is gone (a multiplexed session's `bye`), so there is nothing to wait for.
+    pub fn remove(&self, session_id: &str, generation: u64) {
+        let removed = {
+            let mut sessions = lock(&self.sessions);
+            let before = sessions.len();
+            sessions.retain(|s| !(s.hello.session_id == session_id && s.generation == generation));
+            sessions.len() != before
+        };
+        if removed {
+            self.bump();
+        }
+    }
+
     /// Marks a session `reconnecting` when its connection ends (unless a newer connection
     /// already took over), and removes it if it has not come back after the grace period.
     pub fn disconnect(self: &Arc<Self>, session_id: &str, generation: u64) {
@@ -338,6 +374,7 @@ impl Registry {
             action: &call.action,
             args: &call.args,
             timeout_ms: u64::try_from(plugin_timeout.as_millis()).unwrap_or(u64::MAX),
+            session: link.channel.as_deref(),
         });
         if !sent {
             link.forget(id);
@@ -347,7 +384,10 @@ impl Registry {
             reply = reply_rx => reply.unwrap_or_else(|_| Err(lost_before_send())),
             () = tokio::time::sleep_until(deadline) => {
                 link.forget(id);
-                link.send(&HostMessage::Cancel { id });
+                link.send(&HostMessage::Cancel {
+                    id,
+                    session: link.channel.as_deref(),
+                });
                 Err(ToolError::new(
                     ErrorCode::Timeout,
                     format!(
@@ -359,7 +399,10 @@ impl Registry {
             }
             () = hooks.cancel.cancelled() => {
                 link.forget(id);
-                link.send(&HostMessage::Cancel { id });
+                link.send(&HostMessage::Cancel {
+                    id,
+                    session: link.channel.as_deref(),
+                });
                 Err(cancelled())
             }
         };

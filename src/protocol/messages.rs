@@ -85,8 +85,19 @@ pub enum PluginMessage {
     Pong {
         n: u64,
     },
+    /// A multiplexed session's DataModel closed (the playtest ended): it is gone for
+    /// good, not reconnecting.
+    Bye,
     /// A message type this host does not know; ignored (logged at debug).
     Unknown(String),
+}
+
+/// A plugin message and the multiplexed session it belongs to: `None` for the
+/// connection's own session (the one whose `hello` opened the socket).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Routed {
+    pub session: Option<String>,
+    pub message: PluginMessage,
 }
 
 /// Decodes the payload of one WebSocket message, enforcing `limit` on the decoded size.
@@ -140,16 +151,47 @@ pub enum Frame {
 impl PluginMessage {
     /// Takes a decoded frame apart. Consumes the value so that large payloads move.
     pub fn parse(value: Msgpack) -> Result<PluginMessage, FrameError> {
+        Self::parse_routed(value).map(|routed| routed.message)
+    }
+
+    /// As [`PluginMessage::parse`], keeping the `session` a multiplexed message carries
+    /// (PROTOCOL.md, Sessions). A `hello`'s own `sessionId` names its session instead.
+    pub fn parse_routed(value: Msgpack) -> Result<Routed, FrameError> {
         let Msgpack::Map(entries) = value else {
             return Err(FrameError::NotAMessage);
         };
         let mut fields = Fields(entries);
+        let session = match fields.take("session") {
+            None | Some(Msgpack::Nil) => None,
+            Some(Msgpack::String(s)) => Some(s.into_str().ok_or(FrameError::BadField {
+                kind: "message",
+                field: "session",
+            })?),
+            Some(_) => {
+                return Err(FrameError::BadField {
+                    kind: "message",
+                    field: "session",
+                });
+            }
+        };
+        let message = Self::parse_fields(&mut fields)?;
+        if matches!(message, PluginMessage::Bye) && session.is_none() {
+            return Err(FrameError::BadField {
+                kind: "bye",
+                field: "session",
+            });
+        }
+        Ok(Routed { session, message })
+    }
+
+    fn parse_fields(fields: &mut Fields) -> Result<PluginMessage, FrameError> {
         let kind = match fields.take("t") {
             Some(Msgpack::String(s)) => s.into_str().ok_or(FrameError::NotAMessage)?,
             _ => return Err(FrameError::NotAMessage),
         };
         match kind.as_str() {
-            "hello" => parse_hello(&mut fields).map(PluginMessage::Hello),
+            "hello" => parse_hello(fields).map(PluginMessage::Hello),
+            "bye" => Ok(PluginMessage::Bye),
             "response" => {
                 let id = fields.uint("response", "id")?;
                 let ok = matches!(fields.take("ok"), Some(Msgpack::Boolean(true)));
@@ -326,19 +368,30 @@ pub enum HostMessage<'a> {
         protocol: u64,
         server_version: &'a str,
         session_id: &'a str,
+        /// This host accepts more `hello`s on the connection, one per playtest DataModel
+        /// the plugin carries (PROTOCOL.md, Sessions).
+        multiplex: bool,
     },
     Reject {
         code: &'a str,
         message: &'a str,
+        /// Set when only that multiplexed session is refused (the connection stays).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        session: Option<&'a str>,
     },
     Request {
         id: u64,
         action: &'a str,
         args: &'a Msgpack,
         timeout_ms: u64,
+        /// The multiplexed session the request is for; absent for the connection's own.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        session: Option<&'a str>,
     },
     Cancel {
         id: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        session: Option<&'a str>,
     },
     Ping {
         n: u64,
@@ -374,6 +427,55 @@ mod tests {
             ("actions", Msgpack::Array(vec!["exec".into()])),
             ("somethingNew", true.into()),
         ])
+    }
+
+    #[test]
+    fn a_message_names_the_carried_session_it_belongs_to() {
+        let response = map(vec![
+            ("t", "response".into()),
+            ("id", 7.into()),
+            ("ok", true.into()),
+            ("session", "s-server".into()),
+            ("result", 1.into()),
+        ]);
+        let routed = PluginMessage::parse_routed(response).unwrap();
+        assert_eq!(routed.session.as_deref(), Some("s-server"));
+        assert!(matches!(routed.message, PluginMessage::Response { id: 7, .. }));
+        let own = PluginMessage::parse_routed(map(vec![("t", "pong".into()), ("n", 1.into())])).unwrap();
+        assert_eq!(own.session, None);
+        let bye = PluginMessage::parse_routed(map(vec![("t", "bye".into()), ("session", "s".into())])).unwrap();
+        assert_eq!(bye.message, PluginMessage::Bye);
+        assert!(
+            PluginMessage::parse_routed(map(vec![("t", "bye".into())])).is_err(),
+            "a bye names its session"
+        );
+        assert!(
+            PluginMessage::parse_routed(map(vec![("t", "pong".into()), ("n", 1.into()), ("session", 5.into())]))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn requests_for_a_carried_session_say_so_and_others_do_not() {
+        let args = Msgpack::Nil;
+        let tagged = encode_frame(
+            &HostMessage::Request {
+                id: 1,
+                action: "exec",
+                args: &args,
+                timeout_ms: 5,
+                session: Some("s-client"),
+            },
+            Framing::Binary,
+        );
+        let Frame::Binary(bytes) = tagged else { unreachable!() };
+        let value = rmpv::decode::read_value(&mut &bytes[..]).unwrap();
+        assert_eq!(value["session"].as_str(), Some("s-client"));
+        let untagged = encode_frame(&HostMessage::Cancel { id: 1, session: None }, Framing::Binary);
+        let Frame::Binary(bytes) = untagged else { unreachable!() };
+        let value = rmpv::decode::read_value(&mut &bytes[..]).unwrap();
+        let Msgpack::Map(entries) = value else { unreachable!() };
+        assert!(entries.iter().all(|(k, _)| k.as_str() != Some("session")));
     }
 
     #[test]
@@ -502,6 +604,7 @@ mod tests {
                 action: "exec",
                 args: &args,
                 timeout_ms: 1000,
+                session: None,
             },
             Framing::Binary,
         ) else {

@@ -105,6 +105,8 @@ pub type Handler = Arc<dyn Fn(&str, &Value) -> Reply + Send + Sync>;
 #[derive(Debug, Clone)]
 pub struct Seen {
     pub id: u64,
+    /// The multiplexed session the request was for (None: the socket's own).
+    pub session: Option<String>,
     pub action: String,
     pub args: Value,
     pub timeout_ms: u64,
@@ -115,6 +117,8 @@ pub struct Log {
     pub requests: Vec<Seen>,
     pub cancels: Vec<u64>,
     pub welcomes: usize,
+    /// `welcome`s for the sessions this socket carries, by sessionId, in order.
+    pub carried_welcomes: Vec<String>,
     pub rejects: Vec<(String, String)>,
     pub pings: usize,
     pub closes: Vec<Option<u16>>,
@@ -137,6 +141,9 @@ struct Shared {
     stop: CancellationToken,
     /// The live connection's control channel, for events sent by the test.
     current: Mutex<Option<mpsc::UnboundedSender<Control>>>,
+    /// Playtest DataModels multiplexed over this plugin's socket (PROTOCOL.md, Sessions):
+    /// said hello for after every `welcome`.
+    carried: Mutex<Vec<Identity>>,
 }
 
 pub struct FakePlugin {
@@ -175,6 +182,7 @@ impl FakePlugin {
             changed: Notify::new(),
             stop: CancellationToken::new(),
             current: Mutex::new(None),
+            carried: Mutex::new(Vec::new()),
         });
         let task = tokio::spawn(run(Arc::clone(&shared)));
         FakePlugin { shared, task }
@@ -213,6 +221,28 @@ impl FakePlugin {
     /// connection, as the plugin does when Studio prints.
     pub fn send_event(&self, event: &str, data: Value) {
         let message = map(vec![("t", "event".into()), ("event", event.into()), ("data", data)]);
+        let sender = self.shared.current.lock().unwrap().clone().expect("connected");
+        let _ = sender.send(Control::Send(encode(&message, self.shared.identity.framing)));
+    }
+
+    /// Carries one more session over this plugin's socket, as the edit plugin carries a
+    /// playtest's server and clients: says its `hello` now and after every reconnect.
+    pub fn carry(&self, identity: Identity) {
+        let message = encode(&hello(&identity), self.shared.identity.framing);
+        self.shared.carried.lock().unwrap().push(identity);
+        if let Some(sender) = self.shared.current.lock().unwrap().clone() {
+            let _ = sender.send(Control::Send(message));
+        }
+    }
+
+    /// That carried session's DataModel closed: sends `bye` and stops carrying it.
+    pub fn bye(&self, session_id: &str) {
+        self.shared
+            .carried
+            .lock()
+            .unwrap()
+            .retain(|c| c.session_id != session_id);
+        let message = map(vec![("t", "bye".into()), ("session", session_id.into())]);
         let sender = self.shared.current.lock().unwrap().clone().expect("connected");
         let _ = sender.send(Control::Send(encode(&message, self.shared.identity.framing)));
     }
@@ -361,7 +391,17 @@ async fn serve(
                 }
                 let Some(value) = decode(&message) else { continue };
                 match value["t"].as_str() {
-                    Some("welcome") => note(shared, |log| log.welcomes += 1),
+                    Some("welcome") if value["sessionId"].as_str() != Some(shared.identity.session_id.as_str()) => {
+                        let id = value["sessionId"].as_str().unwrap_or_default().to_owned();
+                        note(shared, |log| log.carried_welcomes.push(id));
+                    }
+                    Some("welcome") => {
+                        note(shared, |log| log.welcomes += 1);
+                        let carried = shared.carried.lock().unwrap().clone();
+                        for identity in carried {
+                            let _ = control_tx.send(Control::Send(encode(&hello(&identity), framing)));
+                        }
+                    }
                     Some("reject") => {
                         let code = value["code"].as_str().unwrap_or_default().to_owned();
                         let text = value["message"].as_str().unwrap_or_default().to_owned();
@@ -380,12 +420,14 @@ async fn serve(
                         let received = Instant::now();
                         let seen = Seen {
                             id: value["id"].as_u64().expect("request id is an unsigned int"),
+                            session: value["session"].as_str().map(str::to_owned),
                             action: value["action"].as_str().unwrap_or_default().to_owned(),
                             args: value["args"].clone(),
                             timeout_ms: value["timeoutMs"].as_u64().unwrap_or_default(),
                         };
                         let reply = (shared.handler)(&seen.action, &seen.args);
                         let id = seen.id;
+                        let session = seen.session.clone();
                         let quiet = shared.options.quiet;
                         note(shared, |log| {
                             log.last_request_at = Some(received);
@@ -394,13 +436,13 @@ async fn serve(
                             }
                         });
                         if shared.options.answer_inline && matches!(reply, Reply::Ok(_) | Reply::Raw(_)) {
-                            let Some(message) = response(id, reply, framing) else { continue };
+                            let Some(message) = response(id, session.as_deref(), reply, framing) else { continue };
                             if sink.send(message).await.is_err() {
                                 return Some(Duration::from_millis(50));
                             }
                             answered(shared);
                         } else {
-                            tokio::spawn(answer(Arc::clone(shared), id, reply, framing, control_tx.clone()));
+                            tokio::spawn(answer(Arc::clone(shared), id, session, reply, framing, control_tx.clone()));
                         }
                     }
                     _ => {}
@@ -419,14 +461,18 @@ fn answered(shared: &Shared) {
 }
 
 /// The `response` frame for an `Ok` or `Raw` reply (None for any other reply).
-fn response(id: u64, reply: Reply, framing: Framing) -> Option<Message> {
+fn response(id: u64, session: Option<&str>, reply: Reply, framing: Framing) -> Option<Message> {
     let ok = |result| {
-        map(vec![
+        let mut entries = vec![
             ("t", "response".into()),
             ("id", Value::F64(id as f64)),
             ("ok", true.into()),
-            ("result", result),
-        ])
+        ];
+        if let Some(session) = session {
+            entries.push(("session", session.into()));
+        }
+        entries.push(("result", result));
+        map(entries)
     };
     match reply {
         Reply::Ok(result) => Some(encode(&ok(result), framing)),
@@ -446,12 +492,25 @@ fn response(id: u64, reply: Reply, framing: Framing) -> Option<Message> {
     }
 }
 
-async fn answer(shared: Arc<Shared>, id: u64, reply: Reply, framing: Framing, control: mpsc::UnboundedSender<Control>) {
+async fn answer(
+    shared: Arc<Shared>,
+    id: u64,
+    session: Option<String>,
+    reply: Reply,
+    framing: Framing,
+    control: mpsc::UnboundedSender<Control>,
+) {
     let mut reply = reply;
+    let routed = |mut message: Value| {
+        if let (Some(session), Value::Map(entries)) = (&session, &mut message) {
+            entries.push(("session".into(), session.as_str().into()));
+        }
+        message
+    };
     loop {
         let message = match reply {
             Reply::Ok(_) | Reply::Raw(_) => {
-                if let Some(message) = response(id, reply, framing) {
+                if let Some(message) = response(id, session.as_deref(), reply, framing) {
                     let _ = control.send(Control::Send(message));
                 }
                 answered(&shared);
@@ -478,7 +537,7 @@ async fn answer(shared: Arc<Shared>, id: u64, reply: Reply, framing: Framing, co
                         ("total", Value::F64(total)),
                         ("message", format!("step {step}").into()),
                     ]);
-                    let _ = control.send(Control::Send(encode(&progress, framing)));
+                    let _ = control.send(Control::Send(encode(&routed(progress), framing)));
                 }
                 reply = *then;
                 continue;
@@ -495,7 +554,7 @@ async fn answer(shared: Arc<Shared>, id: u64, reply: Reply, framing: Framing, co
                 continue;
             }
         };
-        let _ = control.send(Control::Send(encode(&message, framing)));
+        let _ = control.send(Control::Send(encode(&routed(message), framing)));
         answered(&shared);
         return;
     }
