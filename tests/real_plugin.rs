@@ -153,23 +153,30 @@ async fn every_tool_is_answered_by_the_real_plugin_in_edit() {
     let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
 }
 
+/// Issue #9: a Play test with three clients is carried over the edit plugin's one web stream
+/// (PluginConnectionService between the DataModels): every context is listed and reachable,
+/// exec runs where it is sent, and nothing is added to the playtest's DataModels.
 #[tokio::test]
-async fn play_routes_exec_to_the_server_and_context_to_the_client() {
+async fn play_with_three_clients_is_carried_over_one_web_stream() {
     let rbxm = installed_plugin().await;
     let port = free_port();
     let mcp = Mcp::spawn(port, &[]).await;
-    let mut studio = HeadlessStudio::start(port, &rbxm, "play");
-    for context in ["edit", "server", "client"] {
+    let mut studio = HeadlessStudio::start_with(port, &rbxm, "play", &["--clients", "3"]);
+    for context in ["edit", "server", "client", "client2", "client3"] {
         studio
             .wait_for_line(
-                &format!("[harness] connected context={context}"),
+                &format!(
+                    "[harness] connected context={}",
+                    context.trim_end_matches(char::is_numeric)
+                ),
                 Duration::from_secs(30),
             )
             .await;
     }
     let sessions = mcp.ok("studio_sessions", json!({})).await;
     let sessions = sessions["sessions"].as_array().unwrap();
-    assert_eq!(sessions.len(), 3);
+    let contexts: Vec<&str> = sessions.iter().map(|s| s["context"].as_str().unwrap()).collect();
+    assert_eq!(contexts, ["edit", "server", "client", "client", "client"]);
     let instance = &sessions[0]["instanceId"];
     assert!(
         sessions.iter().all(|s| &s["instanceId"] == instance),
@@ -183,16 +190,45 @@ async fn play_routes_exec_to_the_server_and_context_to_the_client() {
         json!([true, false]),
         "exec defaults to the server in Play"
     );
-    let client = mcp
-        .ok("studio_exec", json!({"script": script, "context": "client"}))
-        .await;
+    assert_eq!(server["context"], "server");
+    let mut players = Vec::new();
+    for client in sessions.iter().filter(|s| s["context"] == "client") {
+        let ran = mcp
+            .ok(
+                "studio_exec",
+                json!({"script": "return game:GetService('RunService'):IsClient(), game.Players:GetPlayers()[1].Name", "sessionId": client["sessionId"]}),
+            )
+            .await;
+        assert_eq!(ran["returns"][0], true);
+        assert_eq!(ran["sessionId"], client["sessionId"]);
+        players.push(ran["returns"][1].as_str().unwrap().to_owned());
+    }
+    players.sort();
     assert_eq!(
-        client["returns"],
-        json!([false, true]),
-        "context: client reaches the brokered client"
+        players,
+        ["Player1", "Player2", "Player3"],
+        "each client ran its own call"
     );
     let state = mcp.ok("studio_state", json!({})).await;
     assert_eq!(state["state"], "Edit", "state defaults to the edit DataModel");
+
+    // The harness checks the playtest DataModels once a second: let it look once more.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let lines = studio.lines_so_far();
+    let streams: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("[harness] web streams open="))
+        .collect();
+    assert!(!streams.is_empty(), "the harness reports its web streams");
+    assert!(
+        streams.iter().all(|l| l.ends_with("open=1")),
+        "one web stream for the whole Studio: {streams:?}"
+    );
+    let changed: Vec<&String> = lines.iter().filter(|l| l.contains("datamodel changed")).collect();
+    assert!(
+        changed.is_empty(),
+        "the plugin added something to a playtest DataModel: {changed:?}"
+    );
     let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
 }
 

@@ -44,11 +44,18 @@ pub fn repo() -> &'static Path {
 pub struct HeadlessStudio {
     pub child: Child,
     lines: mpsc::UnboundedReceiver<String>,
+    /// Every line read so far, in order.
+    history: Vec<String>,
 }
 
 impl HeadlessStudio {
     /// Starts the harness with the plugin from `rbxm`, in `context` (`edit` or `play`).
     pub fn start(port: u16, rbxm: &Path, context: &str) -> HeadlessStudio {
+        HeadlessStudio::start_with(port, rbxm, context, &[])
+    }
+
+    /// [`HeadlessStudio::start`] with more harness arguments (`--clients 3`, …).
+    pub fn start_with(port: u16, rbxm: &Path, context: &str, extra: &[&str]) -> HeadlessStudio {
         let mut child = Command::new(lune())
             .current_dir(repo())
             .args([
@@ -62,6 +69,7 @@ impl HeadlessStudio {
             ])
             .arg("--rbxm")
             .arg(rbxm)
+            .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .kill_on_drop(true)
@@ -77,7 +85,19 @@ impl HeadlessStudio {
                 }
             }
         });
-        HeadlessStudio { child, lines }
+        HeadlessStudio {
+            child,
+            lines,
+            history: Vec::new(),
+        }
+    }
+
+    /// Every line the harness printed so far.
+    pub fn lines_so_far(&mut self) -> &[String] {
+        while let Ok(line) = self.lines.try_recv() {
+            self.history.push(line);
+        }
+        &self.history
     }
 
     /// Waits for a harness line containing `needle`.
@@ -85,8 +105,11 @@ impl HeadlessStudio {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             match tokio::time::timeout_at(deadline, self.lines.recv()).await {
-                Ok(Some(line)) if line.contains(needle) => return line,
-                Ok(Some(_)) => {}
+                Ok(Some(line)) if line.contains(needle) => {
+                    self.history.push(line.clone());
+                    return line;
+                }
+                Ok(Some(line)) => self.history.push(line),
                 Ok(None) => panic!("the headless Studio exited before printing {needle:?}"),
                 Err(_) => panic!("the headless Studio did not print {needle:?} within {timeout:?}"),
             }
