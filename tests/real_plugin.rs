@@ -568,3 +568,90 @@ async fn script_edit_and_script_search_are_answered_by_the_real_plugin() {
 
     let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
 }
+
+/// Issue #12: `play` starts and stops a playtest on Studio's real state (StudioTestService in
+/// the Lune Studio, modelled on its reference page), and refuses what the state forbids.
+#[tokio::test]
+async fn play_starts_and_stops_a_playtest_and_refuses_what_the_state_forbids() {
+    let (rbxm, mcp, _studio) = edit_studio().await;
+    let stop_in_edit = mcp.err("studio_play", json!({"mode": "stop"})).await;
+    assert_eq!(stop_in_edit["code"], "invalid_args");
+    assert!(
+        stop_in_edit["message"].as_str().unwrap().contains("Studio is in Edit"),
+        "{stop_in_edit}"
+    );
+
+    // Something made in Edit is in the test: the server DataModel is a copy of the edit one.
+    mcp.ok(
+        "studio_exec",
+        json!({"script": "local m = Instance.new('Folder') m.Name = 'Marker' m.Parent = workspace"}),
+    )
+    .await;
+    let started = mcp.ok("studio_play", json!({"mode": "start"})).await;
+    assert_eq!(started["state"], "Play");
+    assert_eq!(started["context"], "edit");
+    let sessions = mcp.ok("studio_sessions", json!({})).await;
+    let contexts: Vec<&str> = sessions["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["context"].as_str().unwrap())
+        .collect();
+    assert_eq!(contexts, ["edit", "server", "client"]);
+    let ran = mcp
+        .ok("studio_exec", json!({"script": "return game:GetService('RunService'):IsServer(), workspace:FindFirstChild('Marker') ~= nil"}))
+        .await;
+    assert_eq!(
+        (ran["context"].as_str(), &ran["returns"]),
+        (Some("server"), &json!([true, true]))
+    );
+
+    let again = mcp.err("studio_play", json!({"mode": "run"})).await;
+    assert_eq!(again["code"], "busy");
+    assert!(again["message"].as_str().unwrap().contains("(Play)"), "{again}");
+
+    let stopped = mcp.ok("studio_play", json!({"mode": "stop"})).await;
+    assert_eq!(stopped["state"], "Edit");
+    let sessions = mcp.ok("studio_sessions", json!({})).await;
+    assert_eq!(sessions["sessions"].as_array().unwrap().len(), 1, "{sessions}");
+
+    // Run: a server and no client.
+    let run = mcp.ok("studio_play", json!({"mode": "run"})).await;
+    assert_eq!(run["state"], "Run");
+    let sessions = mcp.ok("studio_sessions", json!({})).await;
+    let contexts: Vec<&str> = sessions["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["context"].as_str().unwrap())
+        .collect();
+    assert_eq!(contexts, ["edit", "server"]);
+    assert_eq!(mcp.ok("studio_play", json!({"mode": "stop"})).await["state"], "Edit");
+    let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
+}
+
+/// A playtest a person started (F5) is stopped the same way.
+#[tokio::test]
+async fn play_stop_ends_a_playtest_a_person_started() {
+    let rbxm = installed_plugin().await;
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let mut studio = HeadlessStudio::start(port, &rbxm, "play");
+    studio
+        .wait_for_line("[harness] connected context=client", Duration::from_secs(30))
+        .await;
+    let stopped = mcp.ok("studio_play", json!({"mode": "stop"})).await;
+    assert_eq!(stopped["state"], "Edit");
+    studio
+        .wait_for_line("[harness] test ended", Duration::from_secs(5))
+        .await;
+    let sessions = mcp.ok("studio_sessions", json!({})).await;
+    let contexts: Vec<&str> = sessions["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["context"].as_str().unwrap())
+        .collect();
+    assert_eq!(contexts, ["edit"]);
+    let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
+}

@@ -6,6 +6,7 @@ mod bound;
 pub mod exec;
 pub mod find;
 pub mod logs;
+pub mod play;
 pub mod query;
 mod schema;
 pub mod screenshot;
@@ -276,6 +277,7 @@ pub static ALL: &[&dyn DynCommand] = &[
     erased::<script_read::ScriptRead>(),
     erased::<script_search::ScriptSearch>(),
     erased::<script_edit::ScriptEdit>(),
+    erased::<play::Play>(),
 ];
 
 pub fn find(name: &str) -> Option<&'static dyn DynCommand> {

@@ -9,7 +9,7 @@ pub mod mcp_client;
 use std::time::{Duration, Instant};
 
 /// Every tool, in the order `tools/list` gives them.
-pub const TOOLS: [&str; 11] = [
+pub const TOOLS: [&str; 12] = [
     "studio_sessions",
     "studio_target",
     "studio_state",
@@ -21,6 +21,7 @@ pub const TOOLS: [&str; 11] = [
     "studio_script_read",
     "studio_script_search",
     "studio_script_edit",
+    "studio_play",
 ];
 
 /// A port nobody listens on right now.
