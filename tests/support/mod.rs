@@ -9,7 +9,7 @@ pub mod mcp_client;
 use std::time::{Duration, Instant};
 
 /// Every tool, in the order `tools/list` gives them.
-pub const TOOLS: [&str; 11] = [
+pub const TOOLS: [&str; 16] = [
     "studio_sessions",
     "studio_target",
     "studio_state",
@@ -21,6 +21,11 @@ pub const TOOLS: [&str; 11] = [
     "studio_script_read",
     "studio_script_search",
     "studio_script_edit",
+    "studio_delete",
+    "studio_clone",
+    "studio_selection",
+    "studio_undo",
+    "studio_redo",
 ];
 
 /// A port nobody listens on right now.
