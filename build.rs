@@ -129,11 +129,73 @@ fn require_expression(path: &str) -> Result<(usize, Vec<String>), String> {
     Ok((up, names))
 }
 
+/// Members of the instances a require walks through (Instance, LuaSourceContainer, Script,
+/// ModuleScript): `script.Clone` is the method, not a module named Clone, so a module with
+/// one of these names is reached with `:FindFirstChild`.
+const INSTANCE_MEMBERS: &[&str] = &[
+    "AddTag",
+    "AncestryChanged",
+    "Archivable",
+    "AttributeChanged",
+    "Capabilities",
+    "Changed",
+    "ChildAdded",
+    "ChildRemoved",
+    "ClassName",
+    "ClearAllChildren",
+    "Clone",
+    "DescendantAdded",
+    "DescendantRemoving",
+    "Destroy",
+    "Destroying",
+    "Disabled",
+    "Enabled",
+    "FindFirstAncestor",
+    "FindFirstAncestorOfClass",
+    "FindFirstAncestorWhichIsA",
+    "FindFirstChild",
+    "FindFirstChildOfClass",
+    "FindFirstChildWhichIsA",
+    "FindFirstDescendant",
+    "GetActor",
+    "GetAttribute",
+    "GetAttributeChangedSignal",
+    "GetAttributes",
+    "GetChildren",
+    "GetDebugId",
+    "GetDescendants",
+    "GetFullName",
+    "GetPropertyChangedSignal",
+    "GetStyled",
+    "GetTags",
+    "HasTag",
+    "IsA",
+    "IsAncestorOf",
+    "IsDescendantOf",
+    "IsPropertyModified",
+    "LinkedSource",
+    "Name",
+    "Parent",
+    "Remove",
+    "RemoveTag",
+    "ResetPropertyToDefault",
+    "RobloxLocked",
+    "RunContext",
+    "Sandboxed",
+    "ScriptGuid",
+    "SetAttribute",
+    "Source",
+    "UniqueId",
+    "WaitForChild",
+];
+
 fn index_expr(name: &str) -> String {
     let is_ident = !name.is_empty()
         && name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if is_ident {
+    if INSTANCE_MEMBERS.contains(&name) {
+        format!(":FindFirstChild(\"{name}\")")
+    } else if is_ident {
         format!(".{name}")
     } else {
         format!("[\"{}\"]", name.replace('\\', "\\\\").replace('"', "\\\""))
@@ -314,6 +376,11 @@ mod tests {
     fn strips_extensions_and_quotes_odd_names() {
         let out = rewrite_requires("require(\"./my-mod.luau\")", &ok_all).unwrap();
         assert_eq!(out, "require(script.Parent[\"my-mod\"])");
+        let out = rewrite_requires("require(\"./Clone\")", &ok_all).unwrap();
+        assert_eq!(
+            out, "require(script.Parent:FindFirstChild(\"Clone\"))",
+            "not the Clone method"
+        );
     }
 
     #[test]

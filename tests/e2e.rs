@@ -32,11 +32,22 @@ async fn tools_are_listed_in_a_stable_order_with_schemas_and_annotations() {
         assert!(tool.description.as_deref().is_some_and(|d| d.len() > 20));
         let annotations = tool.annotations.as_ref().expect("annotations");
         let read_only = annotations.read_only_hint == Some(true);
-        let writes = ["studio_exec", "studio_script_edit", "studio_play"].contains(&tool.name.as_ref());
+        let writes = [
+            "studio_exec",
+            "studio_script_edit",
+            "studio_delete",
+            "studio_clone",
+            "studio_selection",
+            "studio_undo",
+            "studio_redo",
+            "studio_play",
+        ]
+        .contains(&tool.name.as_ref());
         assert_eq!(read_only, !writes, "{}", tool.name);
-        // exec can do anything Luau can: it says so.
+        // exec can do anything Luau can, and delete removes: they say so.
         let exec = tool.name == "studio_exec";
-        assert_eq!(annotations.destructive_hint == Some(true), exec, "{}", tool.name);
+        let destructive = exec || tool.name == "studio_delete";
+        assert_eq!(annotations.destructive_hint == Some(true), destructive, "{}", tool.name);
         assert_eq!(annotations.open_world_hint == Some(true), exec, "{}", tool.name);
     }
     let exec = first.iter().find(|t| t.name == "studio_exec").unwrap();

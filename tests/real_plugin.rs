@@ -655,3 +655,189 @@ async fn play_stop_ends_a_playtest_a_person_started() {
     assert_eq!(contexts, ["edit"]);
     let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
 }
+
+/// A canonical text of the whole DataModel, read through `exec`: every instance in
+/// pre-order (children in GetChildren order) with its class, name, a fixed list of
+/// properties (those that exist on it), attributes and tags, sorted.
+const DUMP: &str = r##"
+local props = {"Archivable", "Anchored", "CFrame", "Size", "Color", "Material", "Transparency",
+    "CanCollide", "Locked", "Shape", "Source", "Disabled", "Value", "PrimaryPart"}
+local out = {}
+local function walk(inst, depth)
+    local line = { string.rep(" ", depth) .. inst.ClassName .. " " .. inst.Name }
+    for _, p in props do
+        local ok, v = pcall(function() return inst[p] end)
+        if ok and v ~= nil then table.insert(line, p .. "=" .. tostring(v)) end
+    end
+    local attrs, names = inst:GetAttributes(), {}
+    for k in attrs do table.insert(names, k) end
+    table.sort(names)
+    for _, k in names do table.insert(line, "@" .. k .. "=" .. tostring(attrs[k])) end
+    local tags = inst:GetTags()
+    table.sort(tags)
+    for _, t in tags do table.insert(line, "#" .. t) end
+    table.insert(out, table.concat(line, " "))
+    for _, c in inst:GetChildren() do walk(c, depth + 1) end
+end
+walk(game, 0)
+return table.concat(out, "\n")
+"##;
+
+async fn dump(mcp: &Mcp) -> String {
+    let out = mcp.ok("studio_exec", json!({ "script": DUMP })).await;
+    out["returns"][0].as_str().expect("the dump is a string").to_owned()
+}
+
+async fn run_luau(mcp: &Mcp, script: &str) -> serde_json::Value {
+    let out = mcp.ok("studio_exec", json!({ "script": script })).await;
+    assert_eq!(out["success"], true, "{out}");
+    out["returns"][0].clone()
+}
+
+#[tokio::test]
+async fn delete_clone_selection_undo_redo_are_answered_by_the_real_plugin() {
+    let (rbxm, mcp, _studio) = edit_studio().await;
+
+    // Nothing recorded yet (exec records nothing): nothing to undo is not an error.
+    let nothing = exchange(&mcp, "studio_undo", json!({})).await;
+    assert_eq!(nothing["done"], 0, "{nothing}");
+    assert_eq!(nothing["canUndo"], false);
+    assert_eq!(nothing["canRedo"], false);
+    assert!(nothing.get("waypoint").is_none(), "{nothing}");
+
+    let made = run_luau(
+        &mcp,
+        "local f = Instance.new('Folder')\nf.Name = 'Edits'\n\
+         local a = Instance.new('Part')\na.Name = 'A'\na.Color = Color3.new(0, 1, 0)\n\
+         a:SetAttribute('Weight', 3)\na:AddTag('Crate')\na.Parent = f\n\
+         local b = Instance.new('Part')\nb.Name = 'B'\nb.Parent = f\n\
+         f.Parent = workspace\n\
+         local ref = Instance.new('ObjectValue')\nref.Name = 'RefToA'\nref.Value = a\n\
+         ref.Parent = game:GetService('ServerStorage')\nreturn #f:GetChildren()",
+    )
+    .await;
+    assert_eq!(made, 2);
+    let before = dump(&mcp).await;
+
+    // delete two parts, one undo makes the DataModel identical, redo deletes them again.
+    let deleted = exchange(
+        &mcp,
+        "studio_delete",
+        json!({"paths": ["Workspace.Model.Twin[2]", "Workspace.Edits.A"]}),
+    )
+    .await;
+    assert_eq!(deleted["deleted"], 2, "{deleted}");
+    let after_delete = dump(&mcp).await;
+    assert_ne!(after_delete, before);
+    assert!(!after_delete.contains("Part A "), "A is gone: {after_delete}");
+    let undone = exchange(&mcp, "studio_undo", json!({})).await;
+    assert_eq!(undone["done"], 1);
+    assert_eq!(undone["waypoint"], "studio-bridge: delete");
+    assert_eq!(undone["canUndo"], false);
+    assert_eq!(undone["canRedo"], true);
+    assert_eq!(dump(&mcp).await, before, "one undo reverts the whole delete");
+    let same = run_luau(&mcp, "return game.ServerStorage.RefToA.Value.Parent == workspace.Edits").await;
+    assert_eq!(same, true, "the undo brought back the same instance a reference held");
+    let redone = exchange(&mcp, "studio_redo", json!({})).await;
+    assert_eq!(redone["done"], 1);
+    assert_eq!(redone["waypoint"], "studio-bridge: delete");
+    assert_eq!(dump(&mcp).await, after_delete, "redo deletes them again");
+    mcp.ok("studio_undo", json!({})).await;
+    assert_eq!(dump(&mcp).await, before);
+
+    // game, a service, a missing path: refused, nothing deleted.
+    let game = mcp
+        .err("studio_delete", json!({"paths": ["Workspace.Edits.A", "game"]}))
+        .await;
+    assert_eq!(game["code"], "invalid_args", "{game}");
+    assert!(game["message"].as_str().unwrap().contains("game"), "{game}");
+    let service = mcp
+        .err(
+            "studio_delete",
+            json!({"paths": ["Workspace.Edits.B", "ServerStorage"]}),
+        )
+        .await;
+    assert_eq!(service["code"], "invalid_args", "{service}");
+    assert!(service["message"].as_str().unwrap().contains("service"), "{service}");
+    let missing = mcp
+        .err(
+            "studio_delete",
+            json!({"paths": ["Workspace.Edits.B", "Workspace.Nope"]}),
+        )
+        .await;
+    assert_eq!(missing["code"], "not_found", "{missing}");
+    let empty = mcp.err("studio_delete", json!({"paths": []})).await;
+    assert_eq!(empty["code"], "invalid_args");
+    let zero = mcp
+        .err(
+            "studio_clone",
+            json!({"path": "Workspace.Edits.A", "parent": "Workspace", "count": 0}),
+        )
+        .await;
+    assert!(zero["message"].as_str().unwrap().contains("`count`"), "{zero}");
+    let steps = mcp.err("studio_redo", json!({"steps": 0})).await;
+    assert!(steps["message"].as_str().unwrap().contains("`steps`"), "{steps}");
+    assert_eq!(dump(&mcp).await, before, "nothing deleted");
+    let none = mcp.ok("studio_undo", json!({})).await;
+    assert_eq!(none["done"], 0, "refusals left no undo step: {none}");
+
+    // clone three copies: names kept, Name[i] paths; one undo removes them, redo brings them.
+    let cloned = exchange(
+        &mcp,
+        "studio_clone",
+        json!({"path": "Workspace.Edits.A", "parent": "Workspace.Edits", "count": 3}),
+    )
+    .await;
+    assert_eq!(
+        cloned["created"],
+        json!([
+            "game.Workspace.Edits.A[2]",
+            "game.Workspace.Edits.A[3]",
+            "game.Workspace.Edits.A[4]"
+        ])
+    );
+    let copy = mcp
+        .ok(
+            "studio_query",
+            json!({"path": "game.Workspace.Edits.A[4]", "properties": ["Color"], "includeAttributes": true}),
+        )
+        .await;
+    assert_eq!(copy["instance"]["attributes"], json!({"Weight": 3}), "{copy}");
+    assert_eq!(copy["instance"]["tags"], json!(["Crate"]), "{copy}");
+    let after_clone = dump(&mcp).await;
+    let undone = mcp.ok("studio_undo", json!({})).await;
+    assert_eq!(undone["waypoint"], "studio-bridge: clone");
+    assert_eq!(dump(&mcp).await, before, "one undo removes all three copies");
+    mcp.ok("studio_redo", json!({})).await;
+    assert_eq!(dump(&mcp).await, after_clone, "redo brings the same three back");
+    mcp.ok("studio_undo", json!({})).await;
+
+    // selection: get, set, a bad path leaves it as it was.
+    let empty = exchange(&mcp, "studio_selection", json!({})).await;
+    assert_eq!(empty["selection"], json!([]));
+    let set = exchange(
+        &mcp,
+        "studio_selection",
+        json!({"set": ["Workspace.Edits.B", "Workspace.Model.Twin[2]"]}),
+    )
+    .await;
+    let selected = json!(["game.Workspace.Edits.B", "game.Workspace.Model.Twin[2]"]);
+    assert_eq!(set["selection"], selected);
+    let bad = mcp
+        .err(
+            "studio_selection",
+            json!({"set": ["Workspace.Edits.A", "Workspace.Gone"]}),
+        )
+        .await;
+    assert_eq!(bad["code"], "not_found", "{bad}");
+    let kept = mcp.ok("studio_selection", json!({})).await;
+    assert_eq!(kept["selection"], selected, "unchanged by the failed set");
+    let undone = mcp.ok("studio_undo", json!({})).await;
+    assert_eq!(
+        undone["waypoint"], "studio-bridge: selection",
+        "setting it was one step"
+    );
+    assert_eq!(dump(&mcp).await, before);
+
+    let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
+}

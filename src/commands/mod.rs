@@ -3,19 +3,24 @@
 //! [`ALL`], and one Luau action in the plugin; nothing else.
 
 mod bound;
+pub mod clone;
+pub mod delete;
 pub mod exec;
 pub mod find;
 pub mod logs;
 pub mod play;
 pub mod query;
+pub mod redo;
 mod schema;
 pub mod screenshot;
 pub mod script_edit;
 pub mod script_read;
 pub mod script_search;
+pub mod selection;
 pub mod sessions;
 pub mod state;
 pub mod target;
+pub mod undo;
 
 use std::future::Future;
 use std::marker::PhantomData;
@@ -278,6 +283,11 @@ pub static ALL: &[&dyn DynCommand] = &[
     erased::<script_search::ScriptSearch>(),
     erased::<script_edit::ScriptEdit>(),
     erased::<play::Play>(),
+    erased::<delete::Delete>(),
+    erased::<clone::Clone>(),
+    erased::<selection::Selection>(),
+    erased::<undo::Undo>(),
+    erased::<redo::Redo>(),
 ];
 
 pub fn find(name: &str) -> Option<&'static dyn DynCommand> {

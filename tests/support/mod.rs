@@ -9,7 +9,7 @@ pub mod mcp_client;
 use std::time::{Duration, Instant};
 
 /// Every tool, in the order `tools/list` gives them.
-pub const TOOLS: [&str; 12] = [
+pub const TOOLS: [&str; 17] = [
     "studio_sessions",
     "studio_target",
     "studio_state",
@@ -22,6 +22,11 @@ pub const TOOLS: [&str; 12] = [
     "studio_script_search",
     "studio_script_edit",
     "studio_play",
+    "studio_delete",
+    "studio_clone",
+    "studio_selection",
+    "studio_undo",
+    "studio_redo",
 ];
 
 /// A port nobody listens on right now.

@@ -1,0 +1,33 @@
+//! `redo`: takes again the steps `undo` reverted; the same arguments and result as `undo`.
+
+use std::time::Duration;
+
+use super::undo::{StepsArgs, StepsResult, check_steps};
+use super::{Command, Invocation, Kind, Output, Spec, plugin_json};
+use crate::protocol::{Context, ToolError};
+
+pub struct Redo;
+
+impl Command for Redo {
+    type Args = StepsArgs;
+    type Result = StepsResult;
+    const SPEC: Spec = Spec {
+        name: "redo",
+        description: "Redo Studio change history steps that undo reverted.",
+        needs_session: true,
+        default_context: Context::Edit,
+        timeout: Duration::from_secs(5),
+        kind: Kind::Write,
+        idempotent: false,
+        open_world: false,
+        positional: &[],
+        truncation_hint: "",
+        follow_event: None,
+    };
+
+    async fn run(args: StepsArgs, cx: &Invocation) -> Result<Output, ToolError> {
+        check_steps(&args)?;
+        let result = cx.call_plugin(&Self::SPEC, &args, Self::SPEC.timeout, None).await?;
+        Ok(Output::json(plugin_json(result)))
+    }
+}

@@ -1,0 +1,57 @@
+//! `selection`: Studio's selection as paths; with `set`, replaces it first (one undo step).
+//! A path in `set` that does not resolve is `not_found` and the selection stays as it was.
+
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{Command, Invocation, Kind, Output, Spec, plugin_json};
+use crate::protocol::{Context, ToolError};
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SelectionArgs {
+    /// Paths to select ([] clears).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub set: Option<Vec<String>>,
+}
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SelectionResult {
+    pub selection: Vec<String>,
+}
+
+pub struct Selection;
+
+impl Command for Selection {
+    type Args = SelectionArgs;
+    type Result = SelectionResult;
+    const SPEC: Spec = Spec {
+        name: "selection",
+        description: "What the user has selected in Studio, as paths; `set` selects instances first.",
+        needs_session: true,
+        default_context: Context::Edit,
+        timeout: Duration::from_secs(5),
+        // A write when it sets (one undo step); setting the same paths again changes nothing.
+        kind: Kind::Write,
+        idempotent: true,
+        open_world: false,
+        positional: &[],
+        truncation_hint: "",
+        follow_event: None,
+    };
+
+    async fn run(args: SelectionArgs, cx: &Invocation) -> Result<Output, ToolError> {
+        if let Some(set) = &args.set
+            && let Some(i) = set.iter().position(|p| p.trim().is_empty())
+        {
+            return Err(ToolError::invalid_args(format!(
+                "`set[{i}]` is empty; pass instance paths such as Workspace.Part ([] clears the selection)."
+            )));
+        }
+        let result = cx.call_plugin(&Self::SPEC, &args, Self::SPEC.timeout, None).await?;
+        Ok(Output::json(plugin_json(result)))
+    }
+}
