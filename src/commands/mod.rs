@@ -7,6 +7,7 @@ pub mod exec;
 pub mod find;
 pub mod logs;
 pub mod query;
+pub mod reflection;
 mod schema;
 pub mod screenshot;
 pub mod script_edit;
