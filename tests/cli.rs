@@ -309,3 +309,64 @@ async fn commands_with_underscores_are_kebab_case_on_the_command_line() {
     assert_eq!(printed["source"], "print(1)");
     assert_eq!(plugin.log().requests[0].action, "script_read");
 }
+
+#[tokio::test]
+async fn api_needs_no_studio_and_prints_a_class_enum_and_search() {
+    let port_text = free_port().to_string();
+    let output = run(&["api", "--class", "Part", "--port", &port_text]).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    let mut lines = stdout.lines();
+    assert_eq!(
+        lines.next(),
+        Some("Part : FormFactorPart : BasePart : PVInstance : Instance : Object"),
+        "{stdout}"
+    );
+    let shape = lines.next().unwrap();
+    assert!(
+        shape.starts_with("  Shape ") && shape.trim_end().ends_with("Enum.PartType"),
+        "{stdout}"
+    );
+    let color = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("Color "))
+        .expect("Color listed");
+    assert!(color.contains("Color3") && color.ends_with("from BasePart"), "{color}");
+    let class_name = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("ClassName "))
+        .unwrap();
+    assert!(class_name.ends_with("from Object, readOnly"), "{class_name}");
+
+    let output = run(&["api", "--enum", "Material", "--port", &port_text]).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    assert!(stdout.starts_with("Enum.Material\n  Plastic = 256\n"), "{stdout}");
+    assert!(stdout.contains("\n  Neon = 288\n"), "{stdout}");
+
+    let output = run(&["api", "--search", "neon", "--port", &port_text]).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(
+        text(&output.stdout).lines().next(),
+        Some("enumItem  Enum.Material.Neon")
+    );
+
+    let output = run(&["api", "--class", "Part", "--member", "Colour", "--port", &port_text]).await;
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        text(&output.stderr).contains("did you mean `Color`?"),
+        "{}",
+        text(&output.stderr)
+    );
+
+    let output = run(&[
+        "api", "--class", "Part", "--member", "Color", "--json", "--port", &port_text,
+    ])
+    .await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let printed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        printed["properties"],
+        json!([{"name": "Color", "type": "Color3", "from": "BasePart"}])
+    );
+}

@@ -1121,3 +1121,68 @@ async fn carried_sessions_reconnect_with_their_socket_and_strangers_are_refused(
     assert_eq!(log.welcomes, 2);
     assert_eq!(log.carried_welcomes.iter().filter(|s| *s == "A-server").count(), 2);
 }
+
+#[tokio::test]
+async fn api_answers_from_the_host_with_no_studio_open() {
+    // No plugin anywhere: the host answers from the API dump it carries.
+    let mcp = Mcp::spawn(free_port(), &[]).await;
+
+    let request = json!({"class": "Part"});
+    let part = mcp.ok("studio_api", request.clone()).await;
+    eprintln!("studio_api {request}\n→ {part}");
+    assert_eq!(part["name"], "Part");
+    let superclasses: Vec<&str> = part["superclasses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    assert_eq!(superclasses.first(), Some(&"FormFactorPart"), "nearest first");
+    assert!(superclasses.contains(&"BasePart"), "{superclasses:?}");
+    let properties = part["properties"].as_array().unwrap();
+    let color = properties
+        .iter()
+        .find(|p| p["name"] == "Color")
+        .expect("Part lists Color");
+    assert_eq!(color["from"], "BasePart");
+    assert_eq!(color["type"], "Color3");
+    let shape = properties
+        .iter()
+        .find(|p| p["name"] == "Shape")
+        .expect("Part lists Shape");
+    assert!(
+        shape.get("from").is_none(),
+        "Part's own property names no other class: {shape}"
+    );
+    assert!(part.get("sessionId").is_none(), "no Studio ran it: {part}");
+
+    let request = json!({"enum": "Material"});
+    let material = mcp.ok("studio_api", request.clone()).await;
+    eprintln!("studio_api {request}\n→ {material}");
+    let items = material["items"].as_array().unwrap();
+    assert!(items.contains(&json!({"name": "Neon", "value": 288})), "{material}");
+
+    let request = json!({"search": "spawnloc"});
+    let found = mcp.ok("studio_api", request.clone()).await;
+    eprintln!("studio_api {request}\n→ {found}");
+    assert_eq!(found["matches"][0], json!({"kind": "class", "name": "SpawnLocation"}));
+
+    let request = json!({"class": "Part", "member": "Colour"});
+    let error = mcp.err("studio_api", request.clone()).await;
+    eprintln!("studio_api {request}\n→ {error}");
+    assert_eq!(error["code"], "invalid_args");
+    assert!(
+        error["message"].as_str().unwrap().contains("did you mean `Color`?"),
+        "{error}"
+    );
+    for (args, field) in [
+        (json!({}), "`class`"),
+        (json!({"class": "Part", "search": "x"}), "`search`"),
+        (json!({"enum": "Material", "member": "Neon"}), "`member`"),
+        (json!({"class": 5}), "`class`"),
+    ] {
+        let error = mcp.err("studio_api", args.clone()).await;
+        assert_eq!(error["code"], "invalid_args", "{args}: {error}");
+        assert!(error["message"].as_str().unwrap().contains(field), "{args}: {error}");
+    }
+}

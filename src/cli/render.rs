@@ -1,6 +1,6 @@
 //! Human-readable output. The input is always the result JSON an MCP client gets; a few
 //! commands whose shape reads better another way have their own renderer, chosen by the
-//! command's name (`exec`, `sessions`, `query`, `logs`). A result of a shape a renderer
+//! command's name (`exec`, `sessions`, `query`, `logs`, `find`, `script_read`, `api`). A result of a shape a renderer
 //! does not know, and every other command, gets the generic indented `key: value` form.
 
 use std::fmt::Write as _;
@@ -80,6 +80,7 @@ pub fn render(command: &str, result: &Json, out: Style, err: Style) -> Rendered 
         "logs" => logs(result, out, err),
         "find" => find(result),
         "script_read" => script_read(result, out),
+        "api" => api(result, out),
         _ => None,
     };
     match specific {
@@ -367,6 +368,80 @@ fn script_read(result: &Json, out: Style) -> Option<Rendered> {
         }
     } else {
         let _ = writeln!(rendered.stdout, "{source}");
+    }
+    Some(rendered)
+}
+
+// api ----------------------------------------------------------------------------------
+
+/// A class as its chain then one aligned line a property (type, then where it comes from
+/// and how it can be used); an enum as `Name = value` lines; a search one match a line.
+fn api(result: &Json, out: Style) -> Option<Rendered> {
+    let mut rendered = Rendered::default();
+    let text = |v: &Json, key: &str| v.get(key).and_then(Json::as_str).unwrap_or("").to_owned();
+    if let Some(properties) = result.get("properties").and_then(Json::as_array) {
+        let mut chain = vec![text(result, "name")];
+        for superclass in result
+            .get("superclasses")
+            .and_then(Json::as_array)
+            .map_or(&[][..], Vec::as_slice)
+        {
+            chain.push(superclass.as_str()?.to_owned());
+        }
+        let tags: Vec<&str> = result
+            .get("tags")
+            .and_then(Json::as_array)
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
+            .filter_map(Json::as_str)
+            .collect();
+        let tags = if tags.is_empty() {
+            String::new()
+        } else {
+            format!("  [{}]", tags.join(", "))
+        };
+        let _ = writeln!(rendered.stdout, "{}{tags}", out.bold(&chain.join(" : ")));
+        let name_width = properties.iter().map(|p| text(p, "name").len()).max().unwrap_or(0);
+        let type_width = properties.iter().map(|p| text(p, "type").len()).max().unwrap_or(0);
+        for property in properties {
+            let mut notes = Vec::new();
+            if let Some(from) = property.get("from").and_then(Json::as_str) {
+                notes.push(format!("from {from}"));
+            }
+            if let Some(access) = property.get("access").and_then(Json::as_str) {
+                notes.push(access.to_owned());
+            }
+            if property.get("deprecated") == Some(&Json::Bool(true)) {
+                notes.push("deprecated".to_owned());
+            }
+            let line = format!(
+                "  {:<name_width$}  {:<type_width$}  {}",
+                text(property, "name"),
+                text(property, "type"),
+                out.dim(&notes.join(", "))
+            );
+            let _ = writeln!(rendered.stdout, "{}", line.trim_end());
+        }
+    } else if let Some(items) = result.get("items").and_then(Json::as_array) {
+        let _ = writeln!(
+            rendered.stdout,
+            "{}",
+            out.bold(&format!("Enum.{}", text(result, "name")))
+        );
+        for item in items {
+            let _ = writeln!(rendered.stdout, "  {} = {}", text(item, "name"), item.get("value")?);
+        }
+    } else {
+        for found in result.get("matches")?.as_array()? {
+            let name = text(found, "name");
+            let qualified = match text(found, "kind").as_str() {
+                "property" => format!("{}.{name}", text(found, "class")),
+                "enum" => format!("Enum.{name}"),
+                "enumItem" => format!("Enum.{}.{name}", text(found, "enum")),
+                _ => name,
+            };
+            let _ = writeln!(rendered.stdout, "{:<8}  {qualified}", text(found, "kind"));
+        }
     }
     Some(rendered)
 }

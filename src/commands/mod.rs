@@ -2,6 +2,7 @@
 //! CLI) are generic over it. Adding a command is one file in this folder, one line in
 //! [`ALL`], and one Luau action in the plugin; nothing else.
 
+pub mod api;
 mod bound;
 pub mod clone;
 pub mod delete;
@@ -11,6 +12,7 @@ pub mod logs;
 pub mod play;
 pub mod query;
 pub mod redo;
+pub mod reflection;
 mod schema;
 pub mod screenshot;
 pub mod script_edit;
@@ -273,6 +275,7 @@ const fn erased<C: Command>() -> &'static dyn DynCommand {
 pub static ALL: &[&dyn DynCommand] = &[
     erased::<sessions::Sessions>(),
     erased::<target::TargetCommand>(),
+    erased::<api::Api>(),
     erased::<state::State>(),
     erased::<logs::Logs>(),
     erased::<query::Query>(),

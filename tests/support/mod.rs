@@ -9,9 +9,10 @@ pub mod mcp_client;
 use std::time::{Duration, Instant};
 
 /// Every tool, in the order `tools/list` gives them.
-pub const TOOLS: [&str; 17] = [
+pub const TOOLS: [&str; 18] = [
     "studio_sessions",
     "studio_target",
+    "studio_api",
     "studio_state",
     "studio_logs",
     "studio_query",
