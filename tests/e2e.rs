@@ -41,11 +41,13 @@ async fn tools_are_listed_in_a_stable_order_with_schemas_and_annotations() {
             "studio_undo",
             "studio_redo",
             "studio_play",
+            "studio_test_run",
         ]
         .contains(&tool.name.as_ref());
         assert_eq!(read_only, !writes, "{}", tool.name);
         // exec can do anything Luau can, and delete removes: they say so.
-        let exec = tool.name == "studio_exec";
+        // test_run runs any Luau too.
+        let exec = tool.name == "studio_exec" || tool.name == "studio_test_run";
         let destructive = exec || tool.name == "studio_delete";
         assert_eq!(annotations.destructive_hint == Some(true), destructive, "{}", tool.name);
         assert_eq!(annotations.open_world_hint == Some(true), exec, "{}", tool.name);

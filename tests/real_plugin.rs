@@ -841,3 +841,58 @@ async fn delete_clone_selection_undo_redo_are_answered_by_the_real_plugin() {
 
     let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
 }
+
+/// Issue #12: `test_run` starts a test, runs the script in its server, ends the test with the
+/// result and reports the output of the server and the client; Studio is in Edit afterwards.
+#[tokio::test]
+async fn test_run_runs_a_script_in_a_fresh_playtest_and_returns_to_edit() {
+    let (rbxm, mcp, _studio) = edit_studio().await;
+    let script = "print('from the server') local rs = game:GetService('RunService') return rs:IsServer(), nil, #game.Players:GetPlayers()";
+    let ran = mcp.ok("studio_test_run", json!({"script": script})).await;
+    assert_eq!(ran["success"], true, "{ran}");
+    assert_eq!(ran["returns"], json!([true, null, 0]));
+    assert_eq!(ran["timedOut"], false);
+    assert_eq!(ran["context"], "edit");
+    let logs = ran["logs"].as_array().unwrap();
+    assert!(
+        logs.iter()
+            .any(|l| l["body"] == "from the server" && l["context"] == "server"),
+        "{logs:?}"
+    );
+    let sessions = mcp.ok("studio_sessions", json!({})).await;
+    assert_eq!(
+        sessions["sessions"].as_array().unwrap().len(),
+        1,
+        "back in Edit: {sessions}"
+    );
+
+    // A script error is a result with its line; Run mode has no client.
+    let failed = mcp
+        .ok(
+            "studio_test_run",
+            json!({"script": "local x = 1\nerror('broken')", "mode": "run"}),
+        )
+        .await;
+    assert_eq!(failed["success"], false);
+    assert!(failed["error"].as_str().unwrap().contains(":2:"), "{failed}");
+
+    // Past timeoutMs where the script yields: stopped, timedOut, the output so far kept.
+    let slow = mcp
+        .ok(
+            "studio_test_run",
+            json!({"script": "print('started') task.wait(30)", "timeoutMs": 500}),
+        )
+        .await;
+    assert_eq!(slow["timedOut"], true, "{slow}");
+    assert!(
+        slow["logs"].as_array().unwrap().iter().any(|l| l["body"] == "started"),
+        "{slow}"
+    );
+    let sessions = mcp.ok("studio_sessions", json!({})).await;
+    assert_eq!(
+        sessions["sessions"].as_array().unwrap().len(),
+        1,
+        "back in Edit: {sessions}"
+    );
+    let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
+}

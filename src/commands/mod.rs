@@ -22,6 +22,7 @@ pub mod selection;
 pub mod sessions;
 pub mod state;
 pub mod target;
+pub mod test_run;
 pub mod undo;
 
 use std::future::Future;
@@ -286,6 +287,7 @@ pub static ALL: &[&dyn DynCommand] = &[
     erased::<script_search::ScriptSearch>(),
     erased::<script_edit::ScriptEdit>(),
     erased::<play::Play>(),
+    erased::<test_run::TestRun>(),
     erased::<delete::Delete>(),
     erased::<clone::Clone>(),
     erased::<selection::Selection>(),

@@ -9,7 +9,7 @@ pub mod mcp_client;
 use std::time::{Duration, Instant};
 
 /// Every tool, in the order `tools/list` gives them.
-pub const TOOLS: [&str; 18] = [
+pub const TOOLS: [&str; 19] = [
     "studio_sessions",
     "studio_target",
     "studio_api",
@@ -23,6 +23,7 @@ pub const TOOLS: [&str; 18] = [
     "studio_script_search",
     "studio_script_edit",
     "studio_play",
+    "studio_test_run",
     "studio_delete",
     "studio_clone",
     "studio_selection",

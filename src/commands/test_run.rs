@@ -1,0 +1,103 @@
+//! `test_run`: run a script inside a playtest's server and get its result and the test's
+//! output, Studio back in Edit afterwards. The edit plugin starts the test with the script
+//! as its arguments and the server's plugin ends it with the result (plugin/src/Actions/
+//! TestRun.luau and TestRunner.luau say how).
+
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
+
+use super::{Command, Invocation, Kind, Output, Spec, plugin_json};
+use crate::protocol::{Context, ToolError};
+
+/// Longest `timeoutMs` accepted (10 minutes).
+const MAX_TIMEOUT_MS: u64 = 600_000;
+/// Beyond `timeoutMs`: the test's DataModels starting and ending (the plugin allows 20 s
+/// and 10 s), and the answer's way back.
+const TEST_OVERHEAD: Duration = Duration::from_secs(35);
+
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TestMode {
+    #[default]
+    Play,
+    Run,
+}
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TestRunArgs {
+    pub script: String,
+    #[serde(default)]
+    pub mode: TestMode,
+    #[serde(default = "default_timeout_ms")]
+    #[schemars(range(min = 1, max = 600_000))]
+    pub timeout_ms: u64,
+}
+
+fn default_timeout_ms() -> u64 {
+    60_000
+}
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TestRunResult {
+    pub success: bool,
+    /// The script's returns (nil as null, in place).
+    pub returns: Vec<Json>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Output of the test's server and clients while it ran, in order.
+    pub logs: Vec<TestLog>,
+    pub duration_ms: u64,
+    pub timed_out: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<bool>,
+}
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct TestLog {
+    pub level: String,
+    pub body: String,
+    pub context: String,
+}
+
+pub struct TestRun;
+
+impl Command for TestRun {
+    type Args = TestRunArgs;
+    type Result = TestRunResult;
+    const SPEC: Spec = Spec {
+        name: "test_run",
+        description: "Run Luau in a fresh playtest's server, then stop it: returns, errors, server and client output.",
+        needs_session: true,
+        default_context: Context::Edit,
+        timeout: Duration::from_secs(95),
+        kind: Kind::Destructive,
+        idempotent: false,
+        open_world: true,
+        positional: &["script"],
+        truncation_hint: "Return or print less.",
+        follow_event: None,
+    };
+
+    async fn run(args: TestRunArgs, cx: &Invocation) -> Result<Output, ToolError> {
+        if !(1..=MAX_TIMEOUT_MS).contains(&args.timeout_ms) {
+            return Err(ToolError::invalid_args(format!(
+                "`timeoutMs` must be between 1 and {MAX_TIMEOUT_MS}."
+            )));
+        }
+        let plugin_timeout = Duration::from_millis(args.timeout_ms) + TEST_OVERHEAD;
+        let result = cx
+            .call_plugin(
+                &Self::SPEC,
+                &args,
+                plugin_timeout + Duration::from_secs(5),
+                Some(plugin_timeout),
+            )
+            .await?;
+        Ok(Output::json(plugin_json(result)))
+    }
+}
