@@ -3,6 +3,7 @@
 //! [`ALL`], and one Luau action in the plugin; nothing else.
 
 mod bound;
+pub mod create;
 pub mod exec;
 pub mod find;
 pub mod logs;
@@ -15,6 +16,7 @@ pub mod script_search;
 pub mod sessions;
 pub mod state;
 pub mod target;
+pub mod update;
 
 use std::future::Future;
 use std::marker::PhantomData;
@@ -276,6 +278,8 @@ pub static ALL: &[&dyn DynCommand] = &[
     erased::<script_read::ScriptRead>(),
     erased::<script_search::ScriptSearch>(),
     erased::<script_edit::ScriptEdit>(),
+    erased::<create::Create>(),
+    erased::<update::Update>(),
 ];
 
 pub fn find(name: &str) -> Option<&'static dyn DynCommand> {
