@@ -32,7 +32,8 @@ async fn tools_are_listed_in_a_stable_order_with_schemas_and_annotations() {
         assert!(tool.description.as_deref().is_some_and(|d| d.len() > 20));
         let annotations = tool.annotations.as_ref().expect("annotations");
         let read_only = annotations.read_only_hint == Some(true);
-        let writes = ["studio_exec", "studio_script_edit"].contains(&tool.name.as_ref());
+        let writes =
+            ["studio_exec", "studio_script_edit", "studio_create", "studio_update"].contains(&tool.name.as_ref());
         assert_eq!(read_only, !writes, "{}", tool.name);
         // exec can do anything Luau can: it says so.
         let exec = tool.name == "studio_exec";

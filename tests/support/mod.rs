@@ -9,7 +9,7 @@ pub mod mcp_client;
 use std::time::{Duration, Instant};
 
 /// Every tool, in the order `tools/list` gives them.
-pub const TOOLS: [&str; 11] = [
+pub const TOOLS: [&str; 13] = [
     "studio_sessions",
     "studio_target",
     "studio_state",
@@ -21,6 +21,8 @@ pub const TOOLS: [&str; 11] = [
     "studio_script_read",
     "studio_script_search",
     "studio_script_edit",
+    "studio_create",
+    "studio_update",
 ];
 
 /// A port nobody listens on right now.
