@@ -42,6 +42,8 @@ async fn tools_are_listed_in_a_stable_order_with_schemas_and_annotations() {
             "studio_redo",
             "studio_play",
             "studio_test_run",
+            "studio_create",
+            "studio_update",
         ]
         .contains(&tool.name.as_ref());
         assert_eq!(read_only, !writes, "{}", tool.name);

@@ -181,6 +181,9 @@ fn subcommand_for(command: &dyn DynCommand) -> clap::Command {
             arg = arg.long(kebab(name));
             arg = match json_type(property) {
                 "boolean" => arg.action(ArgAction::SetTrue),
+                // An array of objects (`create --items '{…}' --items '{…}'`) takes one JSON
+                // object a flag: its commas are not separators.
+                "array" if property.get("items").map(json_type) == Some("object") => arg.action(ArgAction::Append),
                 "array" => arg.action(ArgAction::Append).value_delimiter(','),
                 _ => arg.action(ArgAction::Set),
             };

@@ -5,6 +5,7 @@
 pub mod api;
 mod bound;
 pub mod clone;
+pub mod create;
 pub mod delete;
 pub mod exec;
 pub mod find;
@@ -24,6 +25,7 @@ pub mod state;
 pub mod target;
 pub mod test_run;
 pub mod undo;
+pub mod update;
 
 use std::future::Future;
 use std::marker::PhantomData;
@@ -293,6 +295,8 @@ pub static ALL: &[&dyn DynCommand] = &[
     erased::<selection::Selection>(),
     erased::<undo::Undo>(),
     erased::<redo::Redo>(),
+    erased::<create::Create>(),
+    erased::<update::Update>(),
 ];
 
 pub fn find(name: &str) -> Option<&'static dyn DynCommand> {

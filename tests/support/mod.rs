@@ -9,7 +9,7 @@ pub mod mcp_client;
 use std::time::{Duration, Instant};
 
 /// Every tool, in the order `tools/list` gives them.
-pub const TOOLS: [&str; 19] = [
+pub const TOOLS: [&str; 21] = [
     "studio_sessions",
     "studio_target",
     "studio_api",
@@ -29,6 +29,8 @@ pub const TOOLS: [&str; 19] = [
     "studio_selection",
     "studio_undo",
     "studio_redo",
+    "studio_create",
+    "studio_update",
 ];
 
 /// A port nobody listens on right now.
