@@ -196,6 +196,53 @@ async fn play_routes_exec_to_the_server_and_context_to_the_client() {
     let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
 }
 
+/// Issue #9 item 3: Play DataModels refuse `loadstring` (the shim as the reference says), so
+/// exec there compiles through a ModuleScript outside the DataModel, with output captured and
+/// the user's line numbers kept; edit still uses loadstring.
+#[tokio::test]
+async fn exec_in_play_compiles_through_a_module_script_outside_the_data_model() {
+    let rbxm = installed_plugin().await;
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let mut studio = HeadlessStudio::start(port, &rbxm, "play");
+    for context in ["edit", "server", "client"] {
+        studio
+            .wait_for_line(
+                &format!("[harness] connected context={context}"),
+                Duration::from_secs(30),
+            )
+            .await;
+    }
+    let script = "print('in play', 1)\nwarn('careful')\nreturn game:GetService('RunService'):IsServer(), script.Parent, script.ClassName";
+    for (context, is_server) in [("server", true), ("client", false)] {
+        let out = exchange(&mcp, "studio_exec", json!({"script": script, "context": context})).await;
+        assert_eq!(out["success"], true, "{out}");
+        assert_eq!(out["compiledWith"], "module", "{out}");
+        assert_eq!(out["context"], context, "{out}");
+        assert_eq!(
+            out["returns"],
+            json!([is_server, null, "ModuleScript"]),
+            "ran in the {context}, from a ModuleScript with no parent: {out}"
+        );
+        assert_eq!(
+            out["logs"],
+            json!([{"level": "Print", "body": "in play 1"}, {"level": "Warning", "body": "careful"}])
+        );
+    }
+    let syntax = exchange(&mcp, "studio_exec", json!({"script": "local a = 1\nlocal b = = 2"})).await;
+    assert_eq!(syntax["success"], false);
+    assert_eq!(syntax["compiledWith"], "module");
+    let message = syntax["error"].as_str().unwrap();
+    assert!(message.starts_with("[string \"exec\"]:2:"), "{message}");
+    let runtime = mcp.ok("studio_exec", json!({"script": "\n\nerror('boom')"})).await;
+    assert_eq!(runtime["error"], "[string \"exec\"]:3: boom", "{runtime}");
+    let edit = mcp
+        .ok("studio_exec", json!({"script": "return 1", "context": "edit"}))
+        .await;
+    assert_eq!(edit["compiledWith"], "loadstring", "{edit}");
+    let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
+}
+
 /// Issue #17: two hosts in turn on one port. Host A (`serve`) carries a slow exec from a peer
 /// MCP process when it is SIGKILLed; the peer takes over as host B, the real plugin reconnects
 /// and, while the old exec would still be running, calls through B each get exactly their own
