@@ -49,6 +49,11 @@ pub struct HeadlessStudio {
 impl HeadlessStudio {
     /// Starts the harness with the plugin from `rbxm`, in `context` (`edit` or `play`).
     pub fn start(port: u16, rbxm: &Path, context: &str) -> HeadlessStudio {
+        HeadlessStudio::start_with(port, rbxm, context, &[])
+    }
+
+    /// As `start`, with more harness arguments (e.g. `--viewport 1920x1080`).
+    pub fn start_with(port: u16, rbxm: &Path, context: &str, extra: &[&str]) -> HeadlessStudio {
         let mut child = Command::new(lune())
             .current_dir(repo())
             .args([
@@ -62,6 +67,7 @@ impl HeadlessStudio {
             ])
             .arg("--rbxm")
             .arg(rbxm)
+            .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .kill_on_drop(true)
