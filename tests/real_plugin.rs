@@ -232,6 +232,103 @@ async fn play_with_three_clients_is_carried_over_one_web_stream() {
     let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
 }
 
+/// Issue #9 item 3: Play DataModels refuse `loadstring` (the shim as the reference says), so
+/// exec there compiles through a ModuleScript outside the DataModel, with output captured and
+/// the user's line numbers kept; edit still uses loadstring.
+#[tokio::test]
+async fn exec_in_play_compiles_through_a_module_script_outside_the_data_model() {
+    let rbxm = installed_plugin().await;
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let mut studio = HeadlessStudio::start(port, &rbxm, "play");
+    for context in ["edit", "server", "client"] {
+        studio
+            .wait_for_line(
+                &format!("[harness] connected context={context}"),
+                Duration::from_secs(30),
+            )
+            .await;
+    }
+    let script = "print('in play', 1)\nwarn('careful')\nreturn game:GetService('RunService'):IsServer(), script.Parent, script.ClassName";
+    for (context, is_server) in [("server", true), ("client", false)] {
+        let out = exchange(&mcp, "studio_exec", json!({"script": script, "context": context})).await;
+        assert_eq!(out["success"], true, "{out}");
+        assert_eq!(out["compiledWith"], "module", "{out}");
+        assert_eq!(out["context"], context, "{out}");
+        assert_eq!(
+            out["returns"],
+            json!([is_server, null, "ModuleScript"]),
+            "ran in the {context}, from a ModuleScript with no parent: {out}"
+        );
+        assert_eq!(
+            out["logs"],
+            json!([{"level": "Print", "body": "in play 1"}, {"level": "Warning", "body": "careful"}])
+        );
+    }
+    let syntax = exchange(&mcp, "studio_exec", json!({"script": "local a = 1\nlocal b = = 2"})).await;
+    assert_eq!(syntax["success"], false);
+    assert_eq!(syntax["compiledWith"], "module");
+    let message = syntax["error"].as_str().unwrap();
+    assert!(message.starts_with("[string \"exec\"]:2:"), "{message}");
+    let runtime = mcp.ok("studio_exec", json!({"script": "\n\nerror('boom')"})).await;
+    assert_eq!(runtime["error"], "[string \"exec\"]:3: boom", "{runtime}");
+    let edit = mcp
+        .ok("studio_exec", json!({"script": "return 1", "context": "edit"}))
+        .await;
+    assert_eq!(edit["compiledWith"], "loadstring", "{edit}");
+    let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
+}
+
+/// Issue #9 item 4: a realistic 1920x1080 viewport (past EditableImage's 1024x1024 per read)
+/// comes back at the default and a small `maxWidth` with exactly the shim's pixels, scaled by
+/// nearest neighbour at pixel centres.
+#[tokio::test]
+async fn screenshot_of_a_1920x1080_viewport_has_the_right_pixels() {
+    let rbxm = installed_plugin().await;
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let mut studio = HeadlessStudio::start_with(port, &rbxm, "edit", &["--viewport", "1920x1080"]);
+    studio
+        .wait_for_line("[harness] connected context=edit", Duration::from_secs(30))
+        .await;
+    for (args, width, height) in [(json!({}), 1280u32, 720u32), (json!({"maxWidth": 100}), 100, 56)] {
+        let shot = mcp.call("studio_screenshot", args.clone()).await;
+        assert_ne!(shot.is_error, Some(true), "{shot:?}");
+        let size = shot.structured_content.clone().unwrap();
+        let image = shot.content.iter().find_map(|c| c.as_image()).expect("an image block");
+        eprintln!(
+            "--> {}\n<-- image/png ({} base64 bytes) + {}",
+            json!({"method": "tools/call", "params": {"name": "studio_screenshot", "arguments": args}}),
+            image.data.len(),
+            size
+        );
+        assert_eq!(
+            (size["width"].as_u64(), size["height"].as_u64()),
+            (Some(width.into()), Some(height.into()))
+        );
+        let png = base64::engine::general_purpose::STANDARD.decode(&image.data).unwrap();
+        let mut reader = png::Decoder::new(std::io::Cursor::new(png)).read_info().unwrap();
+        let mut pixels = vec![0; reader.output_buffer_size().unwrap()];
+        let frame = reader.next_frame(&mut pixels).unwrap();
+        assert_eq!((frame.width, frame.height), (width, height));
+        assert_eq!(frame.color_type, png::ColorType::Rgba);
+        // the shim's image: pixel (x, y) = (x % 256, y % 256, (x + y) % 256, 255)
+        let sample = |dst: u32, dst_len: u32, src_len: u32| {
+            (((f64::from(dst) + 0.5) * f64::from(src_len) / f64::from(dst_len)).floor() as u32).min(src_len - 1)
+        };
+        for y in 0..height {
+            let sy = sample(y, height, 1080);
+            for x in 0..width {
+                let sx = sample(x, width, 1920);
+                let at = ((y * width + x) * 4) as usize;
+                let want = [(sx % 256) as u8, (sy % 256) as u8, ((sx + sy) % 256) as u8, 255];
+                assert_eq!(pixels[at..at + 4], want, "pixel ({x}, {y}) of {width}x{height}");
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
+}
+
 /// Issue #17: two hosts in turn on one port. Host A (`serve`) carries a slow exec from a peer
 /// MCP process when it is SIGKILLed; the peer takes over as host B, the real plugin reconnects
 /// and, while the old exec would still be running, calls through B each get exactly their own

@@ -41,8 +41,18 @@ pub struct ExecResult {
     pub error: Option<String>,
     /// What the script printed or warned, in order.
     pub logs: Vec<ExecLog>,
+    /// How the script was compiled: `loadstring`, or `module` where Play refuses loadstring.
+    #[serde(default, rename = "compiledWith", skip_serializing_if = "Option::is_none")]
+    pub compiled_with: Option<CompiledWith>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub truncated: Option<bool>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CompiledWith {
+    Loadstring,
+    Module,
 }
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
