@@ -7,6 +7,7 @@ pub mod clone;
 pub mod delete;
 pub mod exec;
 pub mod find;
+pub mod insert_asset;
 pub mod logs;
 pub mod play;
 pub mod query;
@@ -288,6 +289,7 @@ pub static ALL: &[&dyn DynCommand] = &[
     erased::<selection::Selection>(),
     erased::<undo::Undo>(),
     erased::<redo::Redo>(),
+    erased::<insert_asset::InsertAsset>(),
 ];
 
 pub fn find(name: &str) -> Option<&'static dyn DynCommand> {
