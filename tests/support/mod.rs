@@ -9,7 +9,7 @@ pub mod mcp_client;
 use std::time::{Duration, Instant};
 
 /// Every tool, in the order `tools/list` gives them.
-pub const TOOLS: [&str; 17] = [
+pub const TOOLS: [&str; 18] = [
     "studio_sessions",
     "studio_target",
     "studio_state",
@@ -27,6 +27,7 @@ pub const TOOLS: [&str; 17] = [
     "studio_selection",
     "studio_undo",
     "studio_redo",
+    "studio_insert_asset",
 ];
 
 /// A port nobody listens on right now.
