@@ -1316,3 +1316,85 @@ async fn every_property_data_type_round_trips_through_create_update_and_query() 
     }
     let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
 }
+
+#[tokio::test]
+async fn insert_asset_is_answered_by_the_real_plugin_and_one_undo_removes_it() {
+    let rbxm = installed_plugin().await;
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let crate_file = support::lune::repo().join("tests/lune/assets/Crate.rbxmx");
+    let asset = format!("4242={}", crate_file.display());
+    let mut studio = HeadlessStudio::start_with(port, &rbxm, "edit", &["--asset", &asset]);
+    studio
+        .wait_for_line("[harness] connected context=edit", Duration::from_secs(30))
+        .await;
+    // Nothing to undo yet; this also brings ChangeHistoryService into the DataModel, as in Studio.
+    assert_eq!(mcp.ok("studio_undo", json!({})).await["done"], 0);
+    let before = dump(&mcp).await;
+
+    // By id, served from the model file by the test Studio's InsertService: the asset itself
+    // (not LoadAsset's wrapper Model) under the parent, its script listed, its pivot moved.
+    let inserted = exchange(
+        &mcp,
+        "studio_insert_asset",
+        json!({"assetId": 4242, "parent": "Workspace", "position": [10, 20, 30]}),
+    )
+    .await;
+    assert_eq!(inserted["inserted"], json!(["game.Workspace.Crate"]), "{inserted}");
+    assert_eq!(
+        inserted["scripts"],
+        json!(["game.Workspace.Crate.Box.Open"]),
+        "{inserted}"
+    );
+    assert_eq!(inserted["assetId"], 4242);
+    assert_eq!(inserted["context"], "edit");
+    let pivot = run_luau(
+        &mcp,
+        "local p = workspace.Crate:GetPivot().Position\nreturn {p.X, p.Y, p.Z, workspace.Crate.Box.Open.Source}",
+    )
+    .await;
+    assert_eq!(pivot, json!([10, 20, 30, "print(\"the crate opens\")"]));
+    let after = dump(&mcp).await;
+    assert_ne!(after, before);
+
+    // One undo removes the whole insert; redo brings it back.
+    let undone = exchange(&mcp, "studio_undo", json!({})).await;
+    assert_eq!(undone["done"], 1);
+    assert_eq!(undone["waypoint"], "studio-bridge: insert_asset");
+    assert_eq!(dump(&mcp).await, before, "one undo removes the insert");
+    mcp.ok("studio_redo", json!({})).await;
+    assert_eq!(dump(&mcp).await, after, "redo puts the same crate back");
+    mcp.ok("studio_undo", json!({})).await;
+
+    // A query inserts the first free model the search finds.
+    let found = exchange(&mcp, "studio_insert_asset", json!({"query": "crate"})).await;
+    assert_eq!(found["assetId"], 4242, "{found}");
+    assert_eq!(found["inserted"], json!(["game.Workspace.Crate"]));
+    mcp.ok("studio_undo", json!({})).await;
+
+    // Refusals name the field or the asset, and leave nothing behind.
+    let both = mcp
+        .err("studio_insert_asset", json!({"assetId": 4242, "query": "crate"}))
+        .await;
+    assert_eq!(both["code"], "invalid_args", "{both}");
+    let text = both["message"].as_str().unwrap_or_default();
+    assert!(text.contains("`assetId`") && text.contains("`query`"), "{both}");
+    let unknown = mcp.err("studio_insert_asset", json!({"assetId": 777})).await;
+    assert_eq!(unknown["code"], "not_found", "{unknown}");
+    assert!(
+        unknown["message"].as_str().unwrap_or_default().contains("777"),
+        "{unknown}"
+    );
+    let nowhere = mcp
+        .err(
+            "studio_insert_asset",
+            json!({"assetId": 4242, "parent": "Workspace.Nope"}),
+        )
+        .await;
+    assert_eq!(nowhere["code"], "not_found", "{nowhere}");
+    assert_eq!(dump(&mcp).await, before, "nothing inserted");
+    let none = mcp.ok("studio_undo", json!({})).await;
+    assert_eq!(none["done"], 0, "refusals left no undo step: {none}");
+
+    let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
+}

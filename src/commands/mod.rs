@@ -9,6 +9,7 @@ pub mod create;
 pub mod delete;
 pub mod exec;
 pub mod find;
+pub mod insert_asset;
 pub mod logs;
 pub mod play;
 pub mod query;
@@ -297,6 +298,7 @@ pub static ALL: &[&dyn DynCommand] = &[
     erased::<redo::Redo>(),
     erased::<create::Create>(),
     erased::<update::Update>(),
+    erased::<insert_asset::InsertAsset>(),
 ];
 
 pub fn find(name: &str) -> Option<&'static dyn DynCommand> {

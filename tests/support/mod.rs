@@ -9,7 +9,7 @@ pub mod mcp_client;
 use std::time::{Duration, Instant};
 
 /// Every tool, in the order `tools/list` gives them.
-pub const TOOLS: [&str; 21] = [
+pub const TOOLS: [&str; 22] = [
     "studio_sessions",
     "studio_target",
     "studio_api",
@@ -31,6 +31,7 @@ pub const TOOLS: [&str; 21] = [
     "studio_redo",
     "studio_create",
     "studio_update",
+    "studio_insert_asset",
 ];
 
 /// A port nobody listens on right now.
