@@ -11,7 +11,7 @@ use rmpv::Value;
 use serde_json::json;
 use support::fake_plugin::{FakePlugin, Identity, Reply, handler, studio_like};
 use support::free_port;
-use support::mcp_client::{Mcp, binary};
+use support::mcp_client::{Mcp, binary, empty_config_dir};
 
 /// Whether something answers `/v1/health` on `port` as a studio-bridge host.
 fn host_is_up(port: u16) -> bool {
@@ -232,6 +232,7 @@ async fn mcp_exits_on_stdin_eof_as_host_and_as_peer() {
     let spawn = || {
         std::process::Command::new(binary())
             .args(["mcp", "--port", &port.to_string(), "--no-install-plugin"])
+            .env("STUDIO_BRIDGE_CONFIG_DIR", empty_config_dir())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -270,6 +271,7 @@ async fn another_program_on_the_port_gets_a_clear_error() {
         Duration::from_secs(10),
         tokio::process::Command::new(binary())
             .args(["mcp", "--port", &port.to_string()])
+            .env("STUDIO_BRIDGE_CONFIG_DIR", empty_config_dir())
             .stdin(Stdio::null())
             .output(),
     )
@@ -305,6 +307,7 @@ async fn mcp_remote_joins_a_host_with_its_token_and_never_hosts() {
     let output = tokio::process::Command::new(binary())
         .args(["mcp", "--remote", &format!("127.0.0.1:{port}")])
         .env_remove("STUDIO_BRIDGE_TOKEN")
+        .env("STUDIO_BRIDGE_CONFIG_DIR", empty_config_dir())
         .stdin(Stdio::null())
         .output()
         .await
