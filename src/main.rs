@@ -37,12 +37,22 @@ fn main() -> ExitCode {
     runtime.block_on(async {
         match name {
             "mcp" => {
+                // The policy first: a bad config or glob stops here, before anything starts.
+                let policy = match mcp::policy::Policy::load(cli::policy_flags(sub)) {
+                    Ok(policy) => policy,
+                    Err(message) => {
+                        eprintln!("error: {message}");
+                        return ExitCode::FAILURE;
+                    }
+                };
+                tracing::info!("policy: {}", policy.summary());
                 if !sub.get_flag("no-install-plugin") && sub.get_one::<String>("remote").is_none() {
                     plugin_install::install_at_start();
                 }
                 report(
                     run_mcp(
                         &options,
+                        policy,
                         sub.get_one::<String>("remote").map(String::as_str),
                         sub.get_one::<std::path::PathBuf>("token-file").map(|p| p.as_path()),
                     )
@@ -84,6 +94,7 @@ fn report(result: anyhow::Result<()>) -> ExitCode {
 
 async fn run_mcp(
     options: &HostOptions,
+    policy: mcp::policy::Policy,
     remote: Option<&str>,
     token_file: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
@@ -103,7 +114,7 @@ async fn run_mcp(
     // The MCP client closing stdin ends us, host or not; so does SIGTERM. Either way a
     // host hands over to its peers at once.
     let served = tokio::select! {
-        served = mcp::serve_stdio(running.bridge.clone(), options.limits()) => served,
+        served = mcp::serve_stdio(running.bridge.clone(), options.limits(), policy) => served,
         () = shutdown_signal() => Ok(()),
     };
     running.shutdown().await;

@@ -11,7 +11,7 @@ use rmpv::Value;
 use serde_json::json;
 use support::fake_plugin::{FakePlugin, Identity, Reply, handler, studio_like};
 use support::free_port;
-use support::mcp_client::{Mcp, binary};
+use support::mcp_client::{Mcp, binary, empty_config_dir};
 
 /// Whether something answers `/v1/health` on `port` as a studio-bridge host.
 fn host_is_up(port: u16) -> bool {
@@ -232,6 +232,7 @@ async fn mcp_exits_on_stdin_eof_as_host_and_as_peer() {
     let spawn = || {
         std::process::Command::new(binary())
             .args(["mcp", "--port", &port.to_string(), "--no-install-plugin"])
+            .env("STUDIO_BRIDGE_CONFIG_DIR", empty_config_dir())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -270,6 +271,7 @@ async fn another_program_on_the_port_gets_a_clear_error() {
         Duration::from_secs(10),
         tokio::process::Command::new(binary())
             .args(["mcp", "--port", &port.to_string()])
+            .env("STUDIO_BRIDGE_CONFIG_DIR", empty_config_dir())
             .stdin(Stdio::null())
             .output(),
     )
@@ -305,6 +307,7 @@ async fn mcp_remote_joins_a_host_with_its_token_and_never_hosts() {
     let output = tokio::process::Command::new(binary())
         .args(["mcp", "--remote", &format!("127.0.0.1:{port}")])
         .env_remove("STUDIO_BRIDGE_TOKEN")
+        .env("STUDIO_BRIDGE_CONFIG_DIR", empty_config_dir())
         .stdin(Stdio::null())
         .output()
         .await
@@ -428,4 +431,52 @@ async fn logs_follow_as_the_host_survives_a_burst_and_keeps_to_its_context() {
         assert!(tokio::time::Instant::now() < deadline, "no line after the burst");
     }
     let _ = follower.kill().await;
+}
+
+#[tokio::test]
+async fn a_peer_with_a_stricter_policy_refuses_what_its_host_serves() {
+    let port = free_port();
+    let host = Mcp::spawn(port, &[]).await;
+    let plugin = FakePlugin::connect(port, Identity::edit("A"), studio_like()).await;
+    let peer = Mcp::spawn(port, &["--read-only", "--deny", "studio_logs"]).await;
+    assert!(host_is_up(port));
+
+    let peer_tools: Vec<String> = peer
+        .client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert!(
+        !peer_tools.iter().any(|n| n == "studio_exec" || n == "studio_logs"),
+        "{peer_tools:?}"
+    );
+    let host_tools = host.client.list_all_tools().await.unwrap();
+    assert!(host_tools.iter().any(|t| t.name == "studio_exec"));
+
+    let error = peer.err("studio_exec", json!({"script": "return 1"})).await;
+    assert_eq!(error["code"], "permission_denied");
+    assert_eq!(error["details"]["rule"], "read-only mode (--read-only)");
+    let error = peer.err("studio_logs", json!({})).await;
+    assert_eq!(error["details"]["rule"], "denied by --deny studio_logs");
+    // What the peer's policy allows still runs through the host.
+    let state = peer.ok("studio_state", json!({})).await;
+    assert_eq!(state["sessionId"], "A-edit");
+    // The host's own agent is not bound by its peer's policy.
+    let result = host.ok("studio_exec", json!({"script": "return 1"})).await;
+    assert_eq!(result["success"], true);
+
+    let actions: Vec<String> = plugin.log().requests.iter().map(|r| r.action.clone()).collect();
+    assert_eq!(actions, ["state", "exec"], "the refused calls never reached Studio");
+    let peer_sessions = peer.ok("studio_sessions", json!({})).await;
+    assert_eq!(
+        peer_sessions["policy"],
+        json!({"readOnly": true, "allow": [], "deny": ["studio_logs"], "source": "flags"})
+    );
+    let host_sessions = host.ok("studio_sessions", json!({})).await;
+    assert_eq!(host_sessions["policy"]["readOnly"], false);
+    let ids = |sessions: &serde_json::Value| sessions["sessions"][0]["sessionId"].clone();
+    assert_eq!(ids(&host_sessions), ids(&peer_sessions));
 }

@@ -1398,3 +1398,67 @@ async fn insert_asset_is_answered_by_the_real_plugin_and_one_undo_removes_it() {
 
     let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
 }
+
+/// Calls `tool`, which must be refused, and prints the MCP exchange; returns `error`.
+async fn refused_exchange(mcp: &Mcp, tool: &str, args: serde_json::Value) -> serde_json::Value {
+    let result = mcp.call(tool, args.clone()).await;
+    eprintln!(
+        "--> {}\n<-- {}",
+        json!({"method": "tools/call", "params": {"name": tool, "arguments": args}}),
+        serde_json::to_string(&result).unwrap()
+    );
+    assert_eq!(
+        result.is_error,
+        Some(true),
+        "{tool} should have been refused: {result:?}"
+    );
+    support::mcp_client::error_of(&result)
+}
+
+#[tokio::test]
+async fn a_read_only_peer_reads_the_real_studio_and_changes_nothing() {
+    let (rbxm, host, _studio) = edit_studio().await;
+    let peer = Mcp::spawn(host.port, &["--read-only"]).await;
+
+    // The host's agent (no policy) makes a part and selects it: one undo step.
+    run_luau(
+        &host,
+        "local p = Instance.new('Part')\np.Name = 'Watched'\np.Parent = workspace\nreturn true",
+    )
+    .await;
+    let set = host.ok("studio_selection", json!({"set": ["Workspace.Watched"]})).await;
+    assert_eq!(set["selection"], json!(["game.Workspace.Watched"]));
+
+    // The read-only peer reads what Studio holds…
+    let sessions = exchange(&peer, "studio_sessions", json!({})).await;
+    assert_eq!(
+        sessions["policy"],
+        json!({"readOnly": true, "allow": [], "deny": [], "source": "flags"})
+    );
+    assert_eq!(sessions["sessions"][0]["context"], "edit");
+    let read = exchange(&peer, "studio_selection", json!({})).await;
+    assert_eq!(read["selection"], json!(["game.Workspace.Watched"]));
+    let part = exchange(&peer, "studio_query", json!({"path": "Workspace.Watched"})).await;
+    assert_eq!(part["instance"]["className"], "Part", "{part}");
+
+    // …and every write it tries is refused before reaching Studio.
+    let error = refused_exchange(&peer, "studio_selection", json!({"set": []})).await;
+    assert_eq!(error["code"], "permission_denied");
+    assert_eq!(error["details"]["rule"], "read-only mode (--read-only)");
+    let error = refused_exchange(&peer, "studio_exec", json!({"script": "workspace.Watched:Destroy()"})).await;
+    assert_eq!(error["code"], "permission_denied");
+    let error = peer.err("studio_undo", json!({})).await;
+    assert_eq!(error["code"], "permission_denied");
+
+    // Studio is as the host left it: the part, the selection, and the host's set as the
+    // newest undo step.
+    let kept = host.ok("studio_selection", json!({})).await;
+    assert_eq!(kept["selection"], json!(["game.Workspace.Watched"]));
+    assert_eq!(
+        run_luau(&host, "return workspace:FindFirstChild('Watched') ~= nil").await,
+        true
+    );
+    let undone = host.ok("studio_undo", json!({})).await;
+    assert_eq!(undone["waypoint"], "studio-bridge: selection", "{undone}");
+    let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
+}

@@ -49,6 +49,22 @@ impl HostOptions {
     }
 }
 
+/// The policy flags of `mcp` (see [`crate::mcp::policy`]).
+pub fn policy_flags(matches: &ArgMatches) -> crate::mcp::policy::PolicyFlags {
+    let globs = |name: &str| -> Vec<String> {
+        matches
+            .get_many::<String>(name)
+            .map(|values| values.cloned().collect())
+            .unwrap_or_default()
+    };
+    crate::mcp::policy::PolicyFlags {
+        read_only: matches.get_flag("read-only"),
+        allow: globs("allow"),
+        deny: globs("deny"),
+        config: matches.get_one::<PathBuf>("config").cloned(),
+    }
+}
+
 /// The whole command line.
 pub fn command() -> clap::Command {
     let mut root = clap::Command::new("studio-bridge")
@@ -100,6 +116,33 @@ pub fn command() -> clap::Command {
                         .long("token-file")
                         .value_parser(clap::value_parser!(PathBuf))
                         .help("With --remote: file holding the host's peer token (else STUDIO_BRIDGE_TOKEN)"),
+                )
+                .arg(
+                    Arg::new("read-only")
+                        .long("read-only")
+                        .action(ArgAction::SetTrue)
+                        .help("Offer the agent only tools and calls that read Studio (exec counts as a write)"),
+                )
+                .arg(
+                    Arg::new("allow")
+                        .long("allow")
+                        .value_name("GLOB")
+                        .action(ArgAction::Append)
+                        .help("Offer only tools whose name matches a GLOB, e.g. 'studio_script_*' (repeatable)"),
+                )
+                .arg(
+                    Arg::new("deny")
+                        .long("deny")
+                        .value_name("GLOB")
+                        .action(ArgAction::Append)
+                        .help("Never offer tools whose name matches GLOB, e.g. studio_exec (repeatable; deny wins)"),
+                )
+                .arg(
+                    Arg::new("config")
+                        .long("config")
+                        .value_name("PATH")
+                        .value_parser(clap::value_parser!(PathBuf))
+                        .help("Policy file to read instead of ~/.config/studio-bridge/config.toml; flags add to it"),
                 ),
         )
         .subcommand(
@@ -376,6 +419,7 @@ pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions
                 hooks: CallHooks::default(),
                 defaults: Arc::new(Mutex::new(Target::default())),
                 target,
+                policy: None,
             };
             command.invoke(args, parts, options.limits()).await
         }

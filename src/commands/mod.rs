@@ -115,6 +115,8 @@ pub struct Invocation {
     pub hooks: CallHooks,
     /// This caller's default target (`studio_target`), one per MCP connection.
     pub defaults: Arc<Mutex<Target>>,
+    /// The caller's policy (MCP only), for `sessions` to report.
+    pub policy: Option<Arc<sessions::ActivePolicy>>,
     /// The session that answered the last plugin call, for the result's
     /// `sessionId`/`context`.
     ran: Mutex<Option<Ran>>,
@@ -172,6 +174,15 @@ pub trait Command: Send + Sync + 'static {
     /// The shape of the result, for the MCP output schema.
     type Result: JsonSchema;
     const SPEC: Spec;
+    /// Whether some calls only read although [`Spec::kind`] says otherwise (`selection`
+    /// reads, and writes when it sets): such a tool stays listed in read-only mode and
+    /// [`Command::call_kind`] tells its reading calls from its writing ones.
+    const HAS_READ_FORM: bool = false;
+
+    /// What this call does to Studio; [`Spec::kind`] unless the arguments decide.
+    fn call_kind(_args: &Self::Args) -> Kind {
+        Self::SPEC.kind
+    }
 
     fn run(args: Self::Args, cx: &Invocation) -> impl Future<Output = Result<Output, ToolError>> + Send;
 }
@@ -181,6 +192,12 @@ pub trait DynCommand: Send + Sync {
     fn spec(&self) -> &'static Spec;
     fn input_schema(&self) -> Map<String, Json>;
     fn output_schema(&self) -> Map<String, Json>;
+    /// Whether any call of this command only reads (its kind is `Read`, or it has a
+    /// reading form).
+    fn can_read_only(&self) -> bool;
+    /// What a call with these arguments does to Studio. Arguments that do not parse count
+    /// as the spec's kind (the call then fails with `invalid_args` anyway).
+    fn call_kind(&self, args: &Map<String, Json>) -> Kind;
     /// Validates `args` (naming the field and the fix), runs the command and bounds its
     /// result.
     fn invoke<'a>(
@@ -199,6 +216,8 @@ pub struct InvocationParts {
     pub defaults: Arc<Mutex<Target>>,
     /// A target given outside the arguments (the CLI's `--session`/`--context`).
     pub target: Target,
+    /// The caller's policy as `sessions` reports it (MCP only; the CLI has none).
+    pub policy: Option<Arc<sessions::ActivePolicy>>,
 }
 
 struct Erased<C>(PhantomData<C>);
@@ -220,6 +239,21 @@ impl<C: Command> DynCommand for Erased<C> {
         let mut schema = schema_for::<C::Result>();
         add_result_properties(&mut schema, C::SPEC.needs_session);
         schema
+    }
+
+    fn can_read_only(&self) -> bool {
+        C::SPEC.kind == Kind::Read || C::HAS_READ_FORM
+    }
+
+    fn call_kind(&self, args: &Map<String, Json>) -> Kind {
+        let mut args = args.clone();
+        for key in ["sessionId", "instanceId", "context"] {
+            args.remove(key);
+        }
+        match serde_json::from_value::<C::Args>(Json::Object(args)) {
+            Ok(typed) => C::call_kind(&typed),
+            Err(_) => C::SPEC.kind,
+        }
     }
 
     fn invoke<'a>(
@@ -247,6 +281,7 @@ impl<C: Command> DynCommand for Erased<C> {
                 target,
                 hooks: parts.hooks,
                 defaults: parts.defaults,
+                policy: parts.policy,
                 ran: Mutex::new(None),
             };
             let mut output = C::run(typed, &cx).await?;

@@ -42,6 +42,12 @@ impl Command for Selection {
         truncation_hint: "",
         follow_event: None,
     };
+    const HAS_READ_FORM: bool = true;
+
+    /// Reading the selection changes nothing; setting it is a write.
+    fn call_kind(args: &SelectionArgs) -> Kind {
+        if args.set.is_some() { Kind::Write } else { Kind::Read }
+    }
 
     async fn run(args: SelectionArgs, cx: &Invocation) -> Result<Output, ToolError> {
         if let Some(set) = &args.set

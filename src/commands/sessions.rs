@@ -16,6 +16,24 @@ pub struct SessionsArgs {}
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct SessionsResult {
     pub sessions: Vec<SessionInfo>,
+    /// The caller's tool policy, so an agent knows why a tool is missing (MCP only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<ActivePolicy>,
+}
+
+/// The tool policy of the MCP process that answered (set by the user in its flags or
+/// config file; the MCP adapter enforces it).
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ActivePolicy {
+    /// Only tools (and calls) that read Studio are available.
+    pub read_only: bool,
+    /// Tool-name globs; when any are given, only matching tools are available.
+    pub allow: Vec<String>,
+    /// Tool-name globs that are never available (deny wins over allow).
+    pub deny: Vec<String>,
+    /// Where the policy came from: flags, a config file, both, or defaults.
+    pub source: String,
 }
 
 pub struct Sessions;
@@ -41,7 +59,11 @@ impl Command for Sessions {
     async fn run(_args: SessionsArgs, cx: &Invocation) -> Result<Output, ToolError> {
         let sessions = cx.bridge.sessions(Self::SPEC.timeout).await?;
         Ok(Output::json(
-            serde_json::to_value(SessionsResult { sessions }).unwrap_or_default(),
+            serde_json::to_value(SessionsResult {
+                sessions,
+                policy: cx.policy.as_deref().cloned(),
+            })
+            .unwrap_or_default(),
         ))
     }
 }

@@ -6,6 +6,7 @@
 //! the agent sees). It holds no command-specific logic.
 
 mod nesting;
+pub mod policy;
 
 use std::sync::{Arc, Mutex};
 
@@ -21,28 +22,40 @@ use serde_json::Value as Json;
 use tokio::sync::mpsc;
 
 use crate::bridge::{Bridge, CallHooks, Progress, Target};
+use crate::commands::sessions::ActivePolicy;
 use crate::commands::{self, DynCommand, InvocationParts, Kind, Limits, Output};
 use crate::protocol::{SERVER_VERSION, ToolError};
+use policy::Policy;
 
 const TOOL_PREFIX: &str = "studio_";
 
 const INSTRUCTIONS: &str = "studio-bridge connects you to running Roblox Studio sessions. Call studio_sessions first. Each Studio is an instance (instanceId) of one or more sessions (sessionId), one per DataModel: edit, plus server and client during Play. Tools act on the only Studio open; with several, pass sessionId or instanceId, or set a default with studio_target. context (edit, server, client) picks the DataModel within an instance; omitted, exec runs on the server during Play and everything else in edit. Every result says where it ran (sessionId, context). Tool errors carry a stable code and say what to do next.";
 
-/// One MCP connection: its own default target, shared bridge.
+/// One MCP connection: its own default target, shared bridge, and the user's policy.
 pub struct McpServer {
     bridge: Bridge,
     limits: Limits,
     defaults: Arc<Mutex<Target>>,
+    /// The tools the policy offers, in catalogue order.
     tools: Arc<Vec<Tool>>,
+    policy: Arc<Policy>,
+    report: Arc<ActivePolicy>,
 }
 
 impl McpServer {
-    pub fn new(bridge: Bridge, limits: Limits) -> McpServer {
+    pub fn new(bridge: Bridge, limits: Limits, policy: Policy) -> McpServer {
+        let tools = commands::ALL
+            .iter()
+            .filter(|c| policy.lists(**c))
+            .map(|c| tool_for(*c))
+            .collect();
         McpServer {
             bridge,
             limits,
             defaults: Arc::new(Mutex::new(Target::default())),
-            tools: Arc::new(catalogue()),
+            tools: Arc::new(tools),
+            report: Arc::new(policy.report()),
+            policy: Arc::new(policy),
         }
     }
 }
@@ -142,6 +155,12 @@ impl ServerHandler for McpServer {
                     None,
                 )
             })?;
+        let args = request.arguments.unwrap_or_default();
+        // The policy answers before anything reaches the bridge.
+        if let Err(error) = self.policy.check(command, &args) {
+            tracing::info!(tool = %request.name, "refused by policy");
+            return Ok(error_result(&error).into());
+        }
         let progress = context.meta.get_progress_token().map(|token| {
             let (sender, mut updates) = mpsc::unbounded_channel::<Progress>();
             let peer = context.peer.clone();
@@ -165,8 +184,8 @@ impl ServerHandler for McpServer {
             },
             defaults: Arc::clone(&self.defaults),
             target: Target::default(),
+            policy: Some(Arc::clone(&self.report)),
         };
-        let args = request.arguments.unwrap_or_default();
         let result = match command.invoke(args, parts, self.limits).await {
             Ok(output) => success_result(output),
             Err(error) => {
@@ -179,9 +198,9 @@ impl ServerHandler for McpServer {
 }
 
 /// Serves MCP on stdin/stdout until the client disconnects.
-pub async fn serve_stdio(bridge: Bridge, limits: Limits) -> anyhow::Result<()> {
+pub async fn serve_stdio(bridge: Bridge, limits: Limits, policy: Policy) -> anyhow::Result<()> {
     use rmcp::ServiceExt as _;
-    let server = McpServer::new(bridge, limits);
+    let server = McpServer::new(bridge, limits, policy);
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
     let running = server.serve((nesting::NestingGuard::new(stdin), stdout)).await?;
     let reason = running.waiting().await?;

@@ -1,6 +1,7 @@
 //! Drives the real `studio-bridge mcp` binary over stdio with rmcp's client.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
@@ -38,9 +39,21 @@ pub fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_studio-bridge")
 }
 
+/// A config directory that holds no config file (it does not exist).
+pub fn empty_config_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-studio-bridge-config")
+}
+
 impl Mcp {
     /// Spawns `studio-bridge mcp --port <port> --no-install-plugin <extra…>` and initializes.
+    /// Its config directory is one with no config file, so a policy in the user's own
+    /// config.toml never reaches a test.
     pub async fn spawn(port: u16, extra: &[&str]) -> Mcp {
+        Mcp::spawn_with_config_dir(port, extra, &empty_config_dir()).await
+    }
+
+    /// [`Mcp::spawn`] with `STUDIO_BRIDGE_CONFIG_DIR` set to `config_dir`.
+    pub async fn spawn_with_config_dir(port: u16, extra: &[&str], config_dir: &Path) -> Mcp {
         let mut command = Command::new(binary());
         // Tests never touch a real Studio's plugins folder.
         command
@@ -50,6 +63,7 @@ impl Mcp {
             .arg("--no-install-plugin")
             .args(extra);
         command.env("STUDIO_BRIDGE_LOG", "warn");
+        command.env("STUDIO_BRIDGE_CONFIG_DIR", config_dir);
         let (transport, _stderr) = TokioChildProcess::builder(command)
             .stderr(Stdio::inherit())
             .spawn()
