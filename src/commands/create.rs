@@ -8,6 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
 
+use super::reflection::{self, sentence};
 use super::{Command, Invocation, Kind, Output, Spec, plugin_json};
 use crate::protocol::{Context, ToolError};
 
@@ -71,11 +72,27 @@ impl Command for Create {
 
     async fn run(args: CreateArgs, cx: &Invocation) -> Result<Output, ToolError> {
         validate(&args)?;
-        // The host-side API check (class creatable, property names and writability, with a
-        // "did you mean") belongs here, before the call reaches Studio.
+        check_api(&args)?;
         let result = cx.call_plugin(&Self::SPEC, &args, Self::SPEC.timeout, None).await?;
         Ok(Output::json(plugin_json(result)))
     }
+}
+
+/// The Roblox API check, before anything reaches Studio: each class must be creatable and
+/// each property exist on it and be writable, with a "did you mean" for a near miss
+/// (reflection.rs; the data is rbx-dom's API dump, see the README for a newer one).
+fn check_api(args: &CreateArgs) -> Result<(), ToolError> {
+    for (i, item) in args.items.iter().enumerate() {
+        let n = i + 1;
+        let class = reflection::check_creatable_class(&item.class_name)
+            .map_err(|message| ToolError::invalid_args(format!("item {n}: className: {}", sentence(&message))))?;
+        for name in item.properties.iter().flat_map(|p| p.keys()) {
+            reflection::check_writable_property(class, name).map_err(|message| {
+                ToolError::invalid_args(format!("item {n}: properties.{name}: {}", sentence(&message)))
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// What needs no Studio to refuse: errors name the item (1-based) like the plugin's.
@@ -142,5 +159,36 @@ mod tests {
             })
             .is_ok()
         );
+    }
+
+    #[test]
+    fn classes_and_properties_are_checked_against_the_api_before_studio() {
+        let args = |items: serde_json::Value| -> CreateArgs {
+            serde_json::from_value(serde_json::json!({ "items": items })).unwrap()
+        };
+        let fine = args(serde_json::json!([
+            { "className": "Model", "parent": "Workspace" },
+            { "className": "Part", "parent": "Workspace.Model", "properties": { "Color": "#ff0000", "Anchored": true } }
+        ]));
+        assert!(check_api(&fine).is_ok());
+        let typo = args(serde_json::json!([
+            { "className": "Model", "parent": "Workspace" },
+            { "className": "Prat", "parent": "Workspace" }
+        ]));
+        assert_eq!(
+            check_api(&typo).unwrap_err().message,
+            "item 2: className: Unknown class `Prat`; did you mean `Part`?"
+        );
+        let colour = args(serde_json::json!([
+            { "className": "Part", "parent": "Workspace", "properties": { "Colour": [0, 0, 1] } }
+        ]));
+        assert_eq!(
+            check_api(&colour).unwrap_err().message,
+            "item 1: properties.Colour: Part has no property `Colour`; did you mean `Color`?"
+        );
+        let read_only = args(serde_json::json!([
+            { "className": "Part", "parent": "Workspace", "properties": { "ClassName": "X" } }
+        ]));
+        assert!(check_api(&read_only).unwrap_err().message.contains("read-only"));
     }
 }

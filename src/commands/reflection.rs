@@ -290,6 +290,16 @@ fn property_names_for_suggestion() -> &'static [&'static str] {
     &NAMES
 }
 
+/// A check's message as a sentence: a full stop unless it ends in one already (a
+/// did-you-mean ends in `?`).
+pub fn sentence(message: &str) -> String {
+    if message.ends_with(['.', '?', '!']) {
+        message.to_owned()
+    } else {
+        format!("{message}.")
+    }
+}
+
 /// (c) `update`'s check, where only Studio knows the instance's class: some class must
 /// have a property of that name (the plugin checks the instance's own class).
 pub fn check_property_exists(name: &str) -> Result<(), String> {

@@ -7,8 +7,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
 
+use super::reflection::{self, sentence};
 use super::{Command, Invocation, Kind, Output, Spec, plugin_json};
-use crate::protocol::{Context, ToolError};
+use crate::protocol::{Context, ErrorCode, ToolError};
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -79,11 +80,53 @@ impl Command for Update {
 
     async fn run(args: UpdateArgs, cx: &Invocation) -> Result<Output, ToolError> {
         validate(&args)?;
-        // The host-side API check (property names known to some class, with a "did you
-        // mean") belongs here; only Studio knows each instance's class.
-        let result = cx.call_plugin(&Self::SPEC, &args, Self::SPEC.timeout, None).await?;
+        check_api(&args)?;
+        let result = cx
+            .call_plugin(&Self::SPEC, &args, Self::SPEC.timeout, None)
+            .await
+            .map_err(with_suggestion)?;
         Ok(Output::json(plugin_json(result)))
     }
+}
+
+/// The Roblox API check before Studio: only Studio knows each instance's class, so here a
+/// property must exist on some class (a name no class has is a typo: `Colour`).
+fn check_api(args: &UpdateArgs) -> Result<(), ToolError> {
+    for (i, item) in args.items.iter().enumerate() {
+        for name in item.properties.iter().flat_map(|p| p.keys()) {
+            reflection::check_property_exists(name).map_err(|message| {
+                ToolError::invalid_args(format!("item {}: properties.{name}: {}", i + 1, sentence(&message)))
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// A property that exists, but not on the instance's class, is refused by the plugin, which
+/// names the class ("Part has no property `Heat`"): add the did-you-mean for that class.
+fn with_suggestion(error: ToolError) -> ToolError {
+    if error.code != ErrorCode::InvalidArgs || error.message.contains("did you mean") {
+        return error;
+    }
+    let suggestion = no_such_property(&error.message).and_then(|(class_name, property)| {
+        let class = reflection::class(class_name)?;
+        reflection::suggest_property(class, property)
+    });
+    match suggestion {
+        Some(name) => ToolError {
+            message: format!("{} Did you mean `{name}`?", error.message.trim_end()),
+            ..error
+        },
+        None => error,
+    }
+}
+
+/// `("Part", "Heat")` from a message holding "Part has no property `Heat`".
+fn no_such_property(message: &str) -> Option<(&str, &str)> {
+    let (before, after) = message.split_once(" has no property `")?;
+    let class_name = before.rsplit(|c: char| !(c.is_alphanumeric() || c == '_')).next()?;
+    let property = after.split('`').next()?;
+    (!class_name.is_empty() && !property.is_empty()).then_some((class_name, property))
 }
 
 /// What needs no Studio to refuse: errors name the item (1-based) like the plugin's.
@@ -134,5 +177,41 @@ mod tests {
         assert_eq!(sent["items"][0]["attributes"], serde_json::json!({ "X": null }));
         let err = validate(&args).unwrap_err();
         assert!(err.message.starts_with("item 2: parent:"), "{}", err.message);
+    }
+
+    #[test]
+    fn a_property_no_class_has_is_refused_before_studio_with_a_suggestion() {
+        let args: UpdateArgs = serde_json::from_value(serde_json::json!({
+            "items": [
+                { "path": "Workspace.A", "properties": { "Anchored": true } },
+                { "path": "Workspace.Part", "properties": { "Colour": [1, 0, 0] } }
+            ]
+        }))
+        .unwrap();
+        let err = check_api(&args).unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidArgs);
+        assert_eq!(
+            err.message,
+            "item 2: properties.Colour: No class has a property `Colour`; did you mean `Color`?"
+        );
+    }
+
+    #[test]
+    fn the_plugins_no_such_property_gets_the_did_you_mean_for_that_class() {
+        let plugin = ToolError::invalid_args(
+            "item 1: properties.Colour3: Part has no property `Colour3`. Check the name with query (properties) or the api command.",
+        );
+        let told = with_suggestion(plugin);
+        assert!(
+            told.message.ends_with("api command. Did you mean `Color`?"),
+            "{}",
+            told.message
+        );
+        let other = with_suggestion(ToolError::invalid_args("item 1: path: nothing there"));
+        assert_eq!(other.message, "item 1: path: nothing there");
+        assert_eq!(
+            no_such_property("item 2: x: Model has no property `Size`."),
+            Some(("Model", "Size"))
+        );
     }
 }
