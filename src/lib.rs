@@ -12,3 +12,4 @@ pub mod image;
 pub mod mcp;
 pub mod plugin_install;
 pub mod protocol;
+pub mod terminal;

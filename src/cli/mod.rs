@@ -116,6 +116,21 @@ pub fn command() -> clap::Command {
                 ),
         )
         .subcommand(
+            clap::Command::new("terminal")
+                .about("An interactive Luau console attached to one Studio session (.help inside)")
+                .arg(
+                    Arg::new("session")
+                        .long("session")
+                        .help("Session id (from `studio-bridge sessions`); asked for when several are open"),
+                )
+                .arg(
+                    Arg::new("context")
+                        .long("context")
+                        .value_parser(["edit", "server", "client"])
+                        .help("DataModel during Play: edit, server or client [default: edit]"),
+                ),
+        )
+        .subcommand(
             clap::Command::new("completions")
                 .about("Print a shell completion script (e.g. `studio-bridge completions bash > /etc/bash_completion.d/studio-bridge`)")
                 .arg(
