@@ -7,7 +7,9 @@
 pub mod bridge;
 pub mod cli;
 pub mod commands;
+pub mod human;
 pub mod image;
 pub mod mcp;
 pub mod plugin_install;
 pub mod protocol;
+pub mod terminal;

@@ -8,7 +8,7 @@ use tracing_subscriber::EnvFilter;
 use studio_bridge::bridge::{self, Mode};
 use studio_bridge::cli::{self, HostOptions};
 use studio_bridge::plugin_install::{self, Installed};
-use studio_bridge::{mcp, protocol};
+use studio_bridge::{mcp, protocol, terminal};
 
 fn main() -> ExitCode {
     let matches = cli::command().get_matches();
@@ -67,6 +67,7 @@ fn main() -> ExitCode {
             }
             "install-plugin" => report(run_install_plugin(sub.get_one::<std::path::PathBuf>("out"))),
             "completions" => cli::print_completions(sub),
+            "terminal" => terminal::run(sub, options.bridge_options(Mode::Auto), options.limits()).await,
             command => cli::run_command(command, sub, &options).await,
         }
     })

@@ -1132,8 +1132,9 @@ async fn test_run_runs_a_script_in_a_fresh_playtest_and_returns_to_edit() {
 /// One row per DataType that some property holds (PROTOCOL.md, Values): written by `create`
 /// in the shorthand the property's type decides, read back by `query` in the typed form, then
 /// written again by `update` in the typed form of another value and read back. Vector2int16,
-/// Region3, Region3int16 and DateTime have no writable property in the API (Codec.spec.luau
-/// holds their rows).
+/// Vector3int16, Region3, Region3int16 and DateTime have no property scriptable from Luau in
+/// the API dump (TerrainRegion.ExtentsMin is in saved files only; the host refuses it), so
+/// Codec.spec.luau holds their rows.
 #[tokio::test]
 async fn every_property_data_type_round_trips_through_create_update_and_query() {
     let (rbxm, mcp, _studio) = edit_studio().await;
@@ -1152,13 +1153,6 @@ async fn every_property_data_type_round_trips_through_create_update_and_query() 
             json!([1, 2]),
             json!({"type": "Vector2", "value": [1, 2]}),
             json!({"type": "Vector2", "value": [3, 4]}),
-        ),
-        (
-            "TerrainRegion",
-            "ExtentsMin",
-            json!([1, -2, 3]),
-            json!({"type": "Vector3int16", "value": [1, -2, 3]}),
-            json!({"type": "Vector3int16", "value": [4, 5, -6]}),
         ),
         (
             "Part",

@@ -24,6 +24,12 @@ pub struct ExecArgs {
     #[serde(default = "default_timeout_ms")]
     #[schemars(range(min = 1, max = 600_000))]
     pub timeout_ms: u64,
+    /// A named environment whose globals persist between calls (`studio-bridge terminal`
+    /// picks one per attach). Kept out of the MCP schema: agents get a fresh environment
+    /// per call, and the catalogue budget has no room for a terminal-only field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub env: Option<String>,
 }
 
 fn default_timeout_ms() -> u64 {
