@@ -968,6 +968,10 @@ async fn place_dump(mcp: &Mcp) -> String {
 #[tokio::test]
 async fn create_and_update_are_all_or_nothing_with_the_real_plugin() {
     let (rbxm, mcp, _studio) = edit_studio().await;
+    // Lune creates a service on its first GetService (Studio has them all from the start):
+    // touch the two the undo history uses, so that dumps compare the place alone.
+    mcp.ok("studio_undo", json!({})).await;
+    mcp.ok("studio_selection", json!({})).await;
     let before = place_dump(&mcp).await;
 
     // Three items, the third with a property Part does not have: nothing is created.
@@ -1070,6 +1074,23 @@ async fn create_and_update_are_all_or_nothing_with_the_real_plugin() {
         .await;
     assert_eq!(tower["instance"]["childCount"], 1, "Base moved out of the Tower");
 
+    // One undo reverts the whole update, the next the whole create; redo brings each back.
+    let after_update = place_dump(&mcp).await;
+    let undone = mcp.ok("studio_undo", json!({})).await;
+    assert_eq!(undone["waypoint"], "studio-bridge: update", "{undone}");
+    assert_eq!(
+        place_dump(&mcp).await,
+        after_create,
+        "one undo reverts the whole update"
+    );
+    let undone = mcp.ok("studio_undo", json!({})).await;
+    assert_eq!(undone["waypoint"], "studio-bridge: create", "{undone}");
+    assert_eq!(place_dump(&mcp).await, before, "one undo reverts the whole create");
+    mcp.ok("studio_redo", json!({})).await;
+    assert_eq!(place_dump(&mcp).await, after_create, "redo brings the create back");
+    mcp.ok("studio_redo", json!({})).await;
+    assert_eq!(place_dump(&mcp).await, after_update, "redo brings the update back");
+
     let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
 }
 
@@ -1108,6 +1129,16 @@ async fn test_run_runs_a_script_in_a_fresh_playtest_and_returns_to_edit() {
     assert!(failed["error"].as_str().unwrap().contains(":2:"), "{failed}");
 
     // Past timeoutMs where the script yields: stopped, timedOut, the output so far kept.
+    // The case: a loop that yields, past a 2 s timeoutMs.
+    let spin = mcp
+        .ok(
+            "studio_test_run",
+            json!({"script": "while true do task.wait() end", "timeoutMs": 2000}),
+        )
+        .await;
+    assert_eq!(spin["timedOut"], true, "{spin}");
+    assert!(spin["durationMs"].as_u64().unwrap() >= 2000, "{spin}");
+    eprintln!("test_run with timeoutMs 2000 answered after {} ms", spin["durationMs"]);
     let slow = mcp
         .ok(
             "studio_test_run",
