@@ -1487,3 +1487,68 @@ async fn a_read_only_peer_reads_the_real_studio_and_changes_nothing() {
     assert_eq!(undone["waypoint"], "studio-bridge: selection", "{undone}");
     let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
 }
+
+/// Issue #12: `runtime: "game"` runs a chunk in the playtest's own script VM, where
+/// `require` returns the module table the running game holds (the plugin's VM has its own).
+#[tokio::test]
+async fn exec_with_runtime_game_sees_the_games_own_module_tables() {
+    let (rbxm, mcp, _studio) = edit_studio().await;
+    // A game Script that marks the shared module's table, made in Edit: the test copies it.
+    mcp.ok(
+        "studio_exec",
+        json!({"script": "local s = Instance.new('Script') s.Name = 'Marks' s.Source = \"require(game.ReplicatedStorage.Shared).setBy = 'game script'\" s.Parent = game.ServerScriptService"}),
+    )
+    .await;
+    let in_edit = mcp
+        .err("studio_exec", json!({"script": "return 1", "runtime": "game"}))
+        .await;
+    assert_eq!(in_edit["code"], "invalid_args", "{in_edit}");
+    assert_eq!(mcp.ok("studio_play", json!({"mode": "start"})).await["state"], "Play");
+
+    let read = "return require(game.ReplicatedStorage.Shared).setBy";
+    let game = mcp
+        .ok(
+            "studio_exec",
+            json!({"script": read, "runtime": "game", "context": "server"}),
+        )
+        .await;
+    assert_eq!(game["returns"], json!(["game script"]), "{game}");
+    assert_eq!(game["compiledWith"], "game");
+    let plugin = mcp
+        .ok("studio_exec", json!({"script": read, "context": "server"}))
+        .await;
+    assert_eq!(
+        plugin["returns"],
+        json!([null]),
+        "the plugin's VM has its own copy: {plugin}"
+    );
+
+    // Output is captured, nil holes kept, and errors keep their line.
+    let printed = mcp
+        .ok(
+            "studio_exec",
+            json!({"script": "print('from the game', 1)\nreturn nil, 2", "runtime": "game", "context": "server"}),
+        )
+        .await;
+    assert_eq!(printed["returns"], json!([null, 2]), "{printed}");
+    assert_eq!(printed["logs"][0]["body"], "from the game 1", "{printed}");
+    let failed = mcp
+        .ok(
+            "studio_exec",
+            json!({"script": "local x = 1\nerror('boom')", "runtime": "game", "context": "server"}),
+        )
+        .await;
+    assert_eq!(failed["success"], false);
+    assert!(failed["error"].as_str().unwrap().contains(":2:"), "{failed}");
+
+    // A client's game VM too.
+    let client = mcp
+        .ok(
+            "studio_exec",
+            json!({"script": "return game:GetService('RunService'):IsClient()", "runtime": "game", "context": "client"}),
+        )
+        .await;
+    assert_eq!(client["returns"], json!([true]), "{client}");
+    assert_eq!(mcp.ok("studio_play", json!({"mode": "stop"})).await["state"], "Edit");
+    let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
+}

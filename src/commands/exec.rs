@@ -30,6 +30,24 @@ pub struct ExecArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(skip)]
     pub env: Option<String>,
+    /// game: during a test, in the game's own script VM (its module tables).
+    #[serde(default, skip_serializing_if = "Runtime::is_plugin")]
+    pub runtime: Runtime,
+}
+
+/// Where a chunk runs in a playtest DataModel.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Runtime {
+    #[default]
+    Plugin,
+    Game,
+}
+
+impl Runtime {
+    pub fn is_plugin(&self) -> bool {
+        *self == Runtime::Plugin
+    }
 }
 
 fn default_timeout_ms() -> u64 {
@@ -47,7 +65,7 @@ pub struct ExecResult {
     pub error: Option<String>,
     /// What the script printed or warned, in order.
     pub logs: Vec<ExecLog>,
-    /// How the script was compiled: `loadstring`, or `module` where Play refuses loadstring.
+    /// How it was compiled: `loadstring`, `module` (Play refuses loadstring) or `game` (runtime game).
     #[serde(default, rename = "compiledWith", skip_serializing_if = "Option::is_none")]
     pub compiled_with: Option<CompiledWith>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -58,6 +76,7 @@ pub struct ExecResult {
 #[serde(rename_all = "lowercase")]
 pub enum CompiledWith {
     Loadstring,
+    Game,
     Module,
 }
 

@@ -9,6 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
+use super::exec::Runtime;
 use super::{Command, Invocation, Kind, Output, Spec, plugin_json};
 use crate::protocol::{Context, ToolError};
 
@@ -35,6 +36,8 @@ pub struct TestRunArgs {
     #[serde(default = "default_timeout_ms")]
     #[schemars(range(min = 1, max = 600_000))]
     pub timeout_ms: u64,
+    #[serde(default, skip_serializing_if = "Runtime::is_plugin")]
+    pub runtime: Runtime,
 }
 
 fn default_timeout_ms() -> u64 {
