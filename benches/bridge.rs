@@ -772,7 +772,7 @@ struct Server {
 }
 
 impl Server {
-    /// Spawns `studio-bridge mcp --port <port> --no-install-plugin <extra…>` and initializes. Its stderr goes
+    /// Spawns `studio-bridge mcp --port <port> --no-install-plugin --allow-unpaired <extra…>` and initializes. Its stderr goes
     /// to `<target>/bench/logs/<name>.log`. `wrap`: this server may be run under
     /// `STUDIO_BRIDGE_BENCH_WRAP` (for profiling).
     async fn spawn(name: &str, port: u16, extra: &[&str], wrap: bool) -> anyhow::Result<Server> {
@@ -796,6 +796,8 @@ impl Server {
             .arg("--port")
             .arg(port.to_string())
             .arg("--no-install-plugin")
+            // Its plugins are fakes, which carry no pairing secret.
+            .arg("--allow-unpaired")
             .args(extra);
         let log = std::fs::File::create(target_dir().join("bench/logs").join(format!("{name}.log")))?;
         command

@@ -65,7 +65,10 @@ fn main() -> ExitCode {
                 }
                 report(run_serve(&options).await)
             }
-            "install-plugin" => report(run_install_plugin(sub.get_one::<std::path::PathBuf>("out"))),
+            "install-plugin" => report(run_install_plugin(
+                sub.get_one::<std::path::PathBuf>("out"),
+                sub.get_flag("rotate-secret"),
+            )),
             "completions" => cli::print_completions(sub),
             "terminal" => terminal::run(sub, options.bridge_options(Mode::Auto), options.limits()).await,
             command => cli::run_command(command, sub, &options).await,
@@ -149,7 +152,7 @@ async fn run_serve(options: &HostOptions) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn run_install_plugin(out: Option<&std::path::PathBuf>) -> anyhow::Result<()> {
+fn run_install_plugin(out: Option<&std::path::PathBuf>, rotate: bool) -> anyhow::Result<()> {
     let file = match out {
         Some(out) => plugin_install::target_file(out),
         None => plugin_install::studio_plugins_dir()
@@ -160,7 +163,13 @@ fn run_install_plugin(out: Option<&std::path::PathBuf>) -> anyhow::Result<()> {
             })?
             .join(plugin_install::PLUGIN_FILE_NAME),
     };
-    match plugin_install::install(&file).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", file.display()))? {
+    let secret = plugin_install::current_secret(rotate).map_err(|reason| anyhow::anyhow!(reason))?;
+    if rotate {
+        eprintln!("made a new pairing secret: plugins installed before this one are refused");
+    }
+    match plugin_install::install(&file, &secret)
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", file.display()))?
+    {
         Installed::Written(path) => eprintln!(
             "installed the studio-bridge plugin at {} (restart Studio to load it)",
             path.display()

@@ -70,7 +70,13 @@ impl Inspector {
             .args(server_env())
             .arg("--")
             .arg(binary())
-            .args(["mcp", "--port", &port.to_string(), "--no-install-plugin"])
+            .args([
+                "mcp",
+                "--port",
+                &port.to_string(),
+                "--no-install-plugin",
+                "--allow-unpaired",
+            ])
             .env("PATH", path)
             .stdin(Stdio::null())
             .kill_on_drop(true);
@@ -212,7 +218,13 @@ async fn the_mcp_inspector_accepts_our_tools_and_results() {
     // Inspector spawns joins `serve` as a peer.
     let port = free_port();
     let mut serve = Command::new(binary())
-        .args(["serve", "--port", &port.to_string(), "--no-install-plugin"])
+        .args([
+            "serve",
+            "--port",
+            &port.to_string(),
+            "--no-install-plugin",
+            "--allow-unpaired",
+        ])
         .env("STUDIO_BRIDGE_LOG", "warn")
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -68,6 +68,7 @@ async fn three_mcp_processes_and_a_cli_command_share_one_bridge() {
     let output = tokio::process::Command::new(binary())
         .args([
             "exec",
+            "--allow-unpaired",
             "--port",
             &port.to_string(),
             "--session",
@@ -231,7 +232,13 @@ async fn mcp_exits_on_stdin_eof_as_host_and_as_peer() {
     let port = free_port();
     let spawn = || {
         std::process::Command::new(binary())
-            .args(["mcp", "--port", &port.to_string(), "--no-install-plugin"])
+            .args([
+                "mcp",
+                "--port",
+                &port.to_string(),
+                "--no-install-plugin",
+                "--allow-unpaired",
+            ])
             .env("STUDIO_BRIDGE_CONFIG_DIR", empty_config_dir())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -326,7 +333,7 @@ async fn logs_follow_streams_log_events_through_the_host() {
     let _host = Mcp::spawn(port, &[]).await;
     let plugin = FakePlugin::connect(port, Identity::edit("A"), empty_logs()).await;
     let mut follower = tokio::process::Command::new(binary())
-        .args(["logs", "--port", &port.to_string(), "--follow"])
+        .args(["logs", "--allow-unpaired", "--port", &port.to_string(), "--follow"])
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .kill_on_drop(true)
@@ -389,7 +396,15 @@ async fn logs_follow_as_the_host_survives_a_burst_and_keeps_to_its_context() {
     let port = free_port();
     // The follower is the host itself (no other studio-bridge runs).
     let mut follower = tokio::process::Command::new(binary())
-        .args(["logs", "--port", &port.to_string(), "--follow", "--context", "edit"])
+        .args([
+            "logs",
+            "--allow-unpaired",
+            "--port",
+            &port.to_string(),
+            "--follow",
+            "--context",
+            "edit",
+        ])
         .env("STUDIO_BRIDGE_LOG", "error")
         .stdout(Stdio::piped())
         .kill_on_drop(true)

@@ -11,23 +11,17 @@ use base64::Engine as _;
 use serde_json::json;
 use support::free_port;
 use support::lune::HeadlessStudio;
-use support::mcp_client::{Mcp, binary};
+use support::mcp_client::{Mcp, binary, install_plugin, paired_config_dir};
 
-/// Installs the plugin with the binary itself, into a fresh folder.
+/// Installs the plugin with the binary itself, into a fresh folder, paired with the
+/// secret in [`paired_config_dir`] (which the hosts of these tests check).
 async fn installed_plugin() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("sb-real-plugin-{}-{}", std::process::id(), free_port()));
-    let output = tokio::process::Command::new(binary())
-        .arg("install-plugin")
-        .arg("--out")
-        .arg(&dir)
-        .output()
-        .await
-        .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let file = dir.join("StudioBridge.rbxm");
+    let file = install_plugin(&paired_config_dir(), &[]).await;
+    let secret = std::fs::read_to_string(paired_config_dir().join("plugin-secret")).unwrap();
     assert_eq!(
-        std::fs::read(&file).unwrap(),
-        studio_bridge::plugin_install::PLUGIN_RBXM
+        studio_bridge::plugin_install::secret_in_model(&std::fs::read(&file).unwrap()),
+        Some(secret.trim().to_owned()),
+        "the installed model carries the current secret"
     );
     file
 }
@@ -36,7 +30,7 @@ async fn installed_plugin() -> PathBuf {
 async fn edit_studio() -> (PathBuf, Mcp, HeadlessStudio) {
     let rbxm = installed_plugin().await;
     let port = free_port();
-    let mcp = Mcp::spawn(port, &[]).await;
+    let mcp = Mcp::spawn_paired(port, &[]).await;
     let mut studio = HeadlessStudio::start(port, &rbxm, "edit");
     studio
         .wait_for_line("[harness] connected context=edit", Duration::from_secs(30))
@@ -160,7 +154,7 @@ async fn every_tool_is_answered_by_the_real_plugin_in_edit() {
 async fn play_with_three_clients_is_carried_over_one_web_stream() {
     let rbxm = installed_plugin().await;
     let port = free_port();
-    let mcp = Mcp::spawn(port, &[]).await;
+    let mcp = Mcp::spawn_paired(port, &[]).await;
     let mut studio = HeadlessStudio::start_with(port, &rbxm, "play", &["--clients", "3"]);
     for context in ["edit", "server", "client", "client2", "client3"] {
         studio
@@ -239,7 +233,7 @@ async fn play_with_three_clients_is_carried_over_one_web_stream() {
 async fn exec_in_play_compiles_through_a_module_script_outside_the_data_model() {
     let rbxm = installed_plugin().await;
     let port = free_port();
-    let mcp = Mcp::spawn(port, &[]).await;
+    let mcp = Mcp::spawn_paired(port, &[]).await;
     let mut studio = HeadlessStudio::start(port, &rbxm, "play");
     for context in ["edit", "server", "client"] {
         studio
@@ -286,7 +280,7 @@ async fn exec_in_play_compiles_through_a_module_script_outside_the_data_model() 
 async fn screenshot_of_a_1920x1080_viewport_has_the_right_pixels() {
     let rbxm = installed_plugin().await;
     let port = free_port();
-    let mcp = Mcp::spawn(port, &[]).await;
+    let mcp = Mcp::spawn_paired(port, &[]).await;
     let mut studio = HeadlessStudio::start_with(port, &rbxm, "edit", &["--viewport", "1920x1080"]);
     studio
         .wait_for_line("[harness] connected context=edit", Duration::from_secs(30))
@@ -342,6 +336,7 @@ async fn two_hosts_in_turn_on_one_port_never_hand_a_call_another_calls_result() 
     // Host A: a bare host, so the MCP process below is its peer and survives it.
     let mut host_a = tokio::process::Command::new(binary())
         .args(["serve", "--port", &port.to_string(), "--no-install-plugin"])
+        .env("STUDIO_BRIDGE_CONFIG_DIR", paired_config_dir())
         .env("STUDIO_BRIDGE_LOG", "warn")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
@@ -358,7 +353,7 @@ async fn two_hosts_in_turn_on_one_port_never_hand_a_call_another_calls_result() 
         .trim()
         .to_owned();
     // The plugin is connected, so A holds the port: this MCP process joins it as a peer.
-    let mcp = Mcp::spawn(port, &[]).await;
+    let mcp = Mcp::spawn_paired(port, &[]).await;
     let through_a = mcp.ok("studio_exec", json!({"script": "return 'A0'"})).await;
     assert_eq!(through_a["returns"], json!(["A0"]), "{through_a}");
     assert_eq!(through_a["sessionId"], session_id.as_str(), "{through_a}");
@@ -732,7 +727,7 @@ async fn play_starts_and_stops_a_playtest_and_refuses_what_the_state_forbids() {
 async fn play_stop_ends_a_playtest_a_person_started() {
     let rbxm = installed_plugin().await;
     let port = free_port();
-    let mcp = Mcp::spawn(port, &[]).await;
+    let mcp = Mcp::spawn_paired(port, &[]).await;
     let mut studio = HeadlessStudio::start(port, &rbxm, "play");
     studio
         .wait_for_line("[harness] connected context=client", Duration::from_secs(30))
@@ -1346,7 +1341,7 @@ async fn every_property_data_type_round_trips_through_create_update_and_query() 
 async fn insert_asset_is_answered_by_the_real_plugin_and_one_undo_removes_it() {
     let rbxm = installed_plugin().await;
     let port = free_port();
-    let mcp = Mcp::spawn(port, &[]).await;
+    let mcp = Mcp::spawn_paired(port, &[]).await;
     let crate_file = support::lune::repo().join("tests/lune/assets/Crate.rbxmx");
     let asset = format!("4242={}", crate_file.display());
     let mut studio = HeadlessStudio::start_with(port, &rbxm, "edit", &["--asset", &asset]);
@@ -1443,7 +1438,7 @@ async fn refused_exchange(mcp: &Mcp, tool: &str, args: serde_json::Value) -> ser
 #[tokio::test]
 async fn a_read_only_peer_reads_the_real_studio_and_changes_nothing() {
     let (rbxm, host, _studio) = edit_studio().await;
-    let peer = Mcp::spawn(host.port, &["--read-only"]).await;
+    let peer = Mcp::spawn_paired(host.port, &["--read-only"]).await;
 
     // The host's agent (no policy) makes a part and selects it: one undo step.
     run_luau(

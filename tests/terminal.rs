@@ -10,27 +10,19 @@ use std::time::Duration;
 
 use support::free_port;
 use support::lune::HeadlessStudio;
-use support::mcp_client::binary;
+use support::mcp_client::{binary, install_plugin, paired_config_dir};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 
 async fn installed_plugin() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("sb-terminal-{}-{}", std::process::id(), free_port()));
-    let output = Command::new(binary())
-        .arg("install-plugin")
-        .arg("--out")
-        .arg(&dir)
-        .output()
-        .await
-        .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    dir.join("StudioBridge.rbxm")
+    install_plugin(&paired_config_dir(), &[]).await
 }
 
 fn serve(port: u16) -> Child {
     Command::new(binary())
         .args(["serve", "--no-install-plugin", "--port", &port.to_string()])
+        .env("STUDIO_BRIDGE_CONFIG_DIR", paired_config_dir())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -51,6 +43,7 @@ async fn studio(port: u16, rbxm: &std::path::Path) -> HeadlessStudio {
 fn terminal(port: u16) -> Child {
     Command::new(binary())
         .args(["terminal", "--port", &port.to_string()])
+        .env("STUDIO_BRIDGE_CONFIG_DIR", paired_config_dir())
         .env("NO_COLOR", "1")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

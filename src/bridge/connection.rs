@@ -13,6 +13,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::budget;
+use super::pairing::Pairing;
 use super::registry::{Link, Outbound, Registry};
 use super::{Progress, SessionEvent};
 use crate::protocol::messages::{
@@ -27,6 +28,8 @@ const MAX_UNANSWERED_PINGS: u32 = 2;
 
 const CLOSE_PROTOCOL: u16 = 4000;
 const CLOSE_TOO_LARGE: u16 = 1009;
+/// The plugin does not carry this user's pairing secret (PROTOCOL.md, Pairing).
+const CLOSE_UNPAIRED: u16 = 4003;
 
 /// Why a connection's read loop ended.
 enum End {
@@ -42,6 +45,7 @@ enum End {
 pub async fn serve_plugin(
     socket: WebSocket,
     registry: Arc<Registry>,
+    pairing: Arc<Pairing>,
     shutdown: CancellationToken,
     identified: impl FnOnce(),
 ) {
@@ -81,6 +85,22 @@ pub async fn serve_plugin(
         );
         let _ = sink.send(to_message(reject)).await;
         let _ = sink.send(close_message(CLOSE_PROTOCOL, "protocol mismatch")).await;
+        return;
+    }
+    // Only the socket's first hello is checked: the playtest sessions it carries later
+    // (`Carried::open`) are vouched for by this paired connection.
+    if let Err(message) = pairing.check(hello.pairing.as_ref().map(|secret| secret.0.as_str())) {
+        tracing::warn!(session = %hello.session_id, "refused an unpaired plugin: {message}");
+        let reject = encode_frame(
+            &HostMessage::Reject {
+                code: "unpaired",
+                message: &message,
+                session: None,
+            },
+            framing,
+        );
+        let _ = sink.send(to_message(reject)).await;
+        let _ = sink.send(close_message(CLOSE_UNPAIRED, "unpaired")).await;
         return;
     }
 

@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::budget::{CappedListener, PendingSlot, ReadBudget};
+use super::pairing::Pairing;
 use super::registry::Registry;
 use super::{connection, origin, peer_server, token};
 use crate::protocol::{PROTOCOL_VERSION, SERVER_VERSION};
@@ -30,6 +31,8 @@ pub struct HostConfig {
     pub port: u16,
     /// Largest decoded msgpack message accepted from a plugin or peer.
     pub max_message_bytes: usize,
+    /// Whether a plugin's `hello` must carry the pairing secret.
+    pub pairing: Pairing,
 }
 
 /// A running host.
@@ -60,6 +63,7 @@ struct AppState {
     token: Arc<str>,
     shutdown: CancellationToken,
     connections: TaskTracker,
+    pairing: Arc<Pairing>,
     /// Plugin connections that have not said hello yet.
     unidentified: Arc<std::sync::atomic::AtomicUsize>,
 }
@@ -103,6 +107,7 @@ impl Host {
             token: Arc::clone(&token),
             shutdown: shutdown.clone(),
             connections: connections.clone(),
+            pairing: Arc::new(config.pairing),
             unidentified: Arc::default(),
         };
         let app = router(state);
@@ -207,6 +212,7 @@ async fn plugin_socket(
             tracker.track_future(connection::serve_plugin(
                 socket,
                 state.registry,
+                state.pairing,
                 state.shutdown,
                 identified,
             ))

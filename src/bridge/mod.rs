@@ -15,6 +15,7 @@ pub mod budget;
 pub mod connection;
 pub mod host;
 pub mod origin;
+pub mod pairing;
 pub mod peer;
 pub mod peer_server;
 pub mod probe;
@@ -196,6 +197,8 @@ pub struct BridgeOptions {
     pub port: u16,
     pub max_message_bytes: usize,
     pub mode: Mode,
+    /// Whether plugins must be paired, should this process host.
+    pub pairing: pairing::Pairing,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -358,6 +361,7 @@ async fn become_something(options: &BridgeOptions) -> Result<Became, StartError>
     let config = HostConfig {
         port: options.port,
         max_message_bytes: options.max_message_bytes,
+        pairing: options.pairing.clone(),
     };
     match &options.mode {
         Mode::Remote { addr, token } => {

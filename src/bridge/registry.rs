@@ -643,6 +643,7 @@ mod tests {
             game_id: 0,
             state: "Edit".into(),
             actions: vec![],
+            pairing: None,
         }
     }
 

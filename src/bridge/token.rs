@@ -71,7 +71,12 @@ pub fn authorized(header: Option<&str>, token: &str) -> bool {
     let Some(presented) = header.and_then(|h| h.strip_prefix("Bearer ")) else {
         return false;
     };
-    let (a, b) = (presented.trim().as_bytes(), token.as_bytes());
+    constant_time_eq(presented.trim().as_bytes(), token.as_bytes())
+}
+
+/// Equality that takes the same time wherever the first difference is, so a comparison
+/// leaks nothing about how much of a guess was right (only whether the lengths match).
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }

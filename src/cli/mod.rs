@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use clap::{Arg, ArgAction, ArgMatches};
 
+use crate::bridge::pairing::Pairing;
 use crate::bridge::{self, BridgeOptions, CallHooks, Mode, Target};
 use crate::commands::{self, InvocationParts, Limits};
 use crate::human::args::{arguments, default_image_path, subcommand_for};
@@ -21,6 +22,8 @@ pub struct HostOptions {
     pub port: u16,
     pub max_message_mib: usize,
     pub max_result_kib: usize,
+    /// `--allow-unpaired`: should this process host, accept plugins without the secret.
+    pub allow_unpaired: bool,
 }
 
 impl HostOptions {
@@ -29,6 +32,7 @@ impl HostOptions {
             port: matches.get_one::<u16>("port").copied().unwrap_or(DEFAULT_PORT),
             max_message_mib: matches.get_one::<usize>("max-message-mib").copied().unwrap_or(64),
             max_result_kib: matches.get_one::<usize>("max-result-kib").copied().unwrap_or(256),
+            allow_unpaired: matches.try_get_one::<bool>("allow-unpaired").ok().flatten() == Some(&true),
         }
     }
 
@@ -37,6 +41,11 @@ impl HostOptions {
             port: self.port,
             max_message_bytes: self.max_message_mib * 1024 * 1024,
             mode,
+            pairing: if self.allow_unpaired {
+                Pairing::AllowUnpaired
+            } else {
+                Pairing::required()
+            },
         }
     }
 
@@ -91,6 +100,13 @@ pub fn command() -> clap::Command {
                 .global(true)
                 .value_parser(clap::value_parser!(usize))
                 .help("Largest message accepted from a plugin, in MiB [default: 64]"),
+        )
+        .arg(
+            Arg::new("allow-unpaired")
+                .long("allow-unpaired")
+                .global(true)
+                .action(ArgAction::SetTrue)
+                .help("When hosting, accept plugins without this user's pairing secret (a headless test Studio, a hand-installed plugin)"),
         )
         .arg(
             Arg::new("max-result-kib")
@@ -156,6 +172,12 @@ pub fn command() -> clap::Command {
                         .long("out")
                         .value_parser(clap::value_parser!(PathBuf))
                         .help("Write the plugin here (a folder, or a .rbxm file) instead of Studio's plugins folder"),
+                )
+                .arg(
+                    Arg::new("rotate-secret")
+                        .long("rotate-secret")
+                        .action(ArgAction::SetTrue)
+                        .help("Make a new pairing secret first: plugins installed before are refused"),
                 ),
         )
         .subcommand(

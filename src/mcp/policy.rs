@@ -30,14 +30,8 @@ use super::TOOL_PREFIX;
 /// The config file's name inside the config directory.
 pub const CONFIG_FILE: &str = "config.toml";
 
-/// The user's studio-bridge config directory: `$STUDIO_BRIDGE_CONFIG_DIR` if set, else
-/// `studio-bridge` in the platform's config directory (`~/.config` on Linux).
-pub fn config_dir() -> Option<PathBuf> {
-    match std::env::var_os("STUDIO_BRIDGE_CONFIG_DIR") {
-        Some(dir) if !dir.is_empty() => Some(PathBuf::from(dir)),
-        _ => dirs::config_dir().map(|d| d.join("studio-bridge")),
-    }
-}
+/// The user's studio-bridge config directory (shared with the pairing secret, below).
+pub use crate::bridge::pairing::config_dir;
 
 /// The policy flags of `mcp`, as given.
 #[derive(Debug, Clone, Default)]

@@ -55,6 +55,19 @@ pub struct Hello {
     pub game_id: i64,
     pub state: String,
     pub actions: Vec<String>,
+    /// The pairing secret the installed plugin carries (absent from a plugin built
+    /// without one, and from a carried playtest session's hello).
+    pub pairing: Option<Secret>,
+}
+
+/// A secret that never shows in `Debug` output (and so in no log line).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(..)")
+    }
 }
 
 /// The error half of a plugin `response`.
@@ -270,6 +283,8 @@ fn parse_hello(fields: &mut Fields) -> Result<Hello, FrameError> {
             field: "sessionId",
         });
     }
+    // A pairing that is not a string is no pairing: the host refuses it as `unpaired`.
+    let pairing = fields.take("pairing").and_then(into_string).map(Secret);
     Ok(Hello {
         protocol,
         plugin_version,
@@ -281,6 +296,7 @@ fn parse_hello(fields: &mut Fields) -> Result<Hello, FrameError> {
         game_id,
         state,
         actions,
+        pairing,
     })
 }
 

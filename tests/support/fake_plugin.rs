@@ -31,6 +31,8 @@ pub struct Identity {
     pub place_name: String,
     pub framing: Framing,
     pub protocol: u64,
+    /// The pairing secret its `hello` carries (none: a stranger, or a carried session).
+    pub pairing: Option<String>,
 }
 
 impl Identity {
@@ -43,6 +45,7 @@ impl Identity {
             place_name: format!("Place {instance_id}"),
             framing: Framing::Base64Text,
             protocol: 1,
+            pairing: None,
         }
     }
 
@@ -288,6 +291,14 @@ fn decode(message: &Message) -> Option<Value> {
 }
 
 fn hello(identity: &Identity) -> Value {
+    let mut hello = hello_fields(identity);
+    if let (Value::Map(fields), Some(secret)) = (&mut hello, &identity.pairing) {
+        fields.push(("pairing".into(), secret.as_str().into()));
+    }
+    hello
+}
+
+fn hello_fields(identity: &Identity) -> Value {
     map(vec![
         ("t", "hello".into()),
         ("protocol", identity.protocol.into()),

@@ -44,12 +44,48 @@ pub fn empty_config_dir() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-studio-bridge-config")
 }
 
+/// The config directory whose pairing secret this test run's installed plugins carry and
+/// its paired hosts check (never the user's own).
+pub fn paired_config_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("paired-config")
+}
+
+/// Runs `studio-bridge install-plugin --out <fresh folder> <extra…>` with
+/// `STUDIO_BRIDGE_CONFIG_DIR=config_dir`; returns the installed model's path.
+pub async fn install_plugin(config_dir: &Path, extra: &[&str]) -> PathBuf {
+    let dir =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("installed-{}-{}", std::process::id(), super::free_port()));
+    let output = Command::new(binary())
+        .arg("install-plugin")
+        .arg("--out")
+        .arg(&dir)
+        .args(extra)
+        .env("STUDIO_BRIDGE_CONFIG_DIR", config_dir)
+        .output()
+        .await
+        .expect("run studio-bridge install-plugin");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    dir.join("StudioBridge.rbxm")
+}
+
 impl Mcp {
     /// Spawns `studio-bridge mcp --port <port> --no-install-plugin <extra…>` and initializes.
     /// Its config directory is one with no config file, so a policy in the user's own
     /// config.toml never reaches a test.
+    ///
+    /// It runs with `--allow-unpaired`, for the fake plugins (which carry no secret); a
+    /// host for the real plugin is [`Mcp::spawn_paired`].
     pub async fn spawn(port: u16, extra: &[&str]) -> Mcp {
-        Mcp::spawn_with_config_dir(port, extra, &empty_config_dir()).await
+        let args: Vec<&str> = std::iter::once("--allow-unpaired")
+            .chain(extra.iter().copied())
+            .collect();
+        Mcp::spawn_with_config_dir(port, &args, &empty_config_dir()).await
+    }
+
+    /// [`Mcp::spawn`] requiring pairing with the secret in [`paired_config_dir`], the one
+    /// [`install_plugin`] writes into the plugin (that directory holds no config file).
+    pub async fn spawn_paired(port: u16, extra: &[&str]) -> Mcp {
+        Mcp::spawn_with_config_dir(port, extra, &paired_config_dir()).await
     }
 
     /// [`Mcp::spawn`] with `STUDIO_BRIDGE_CONFIG_DIR` set to `config_dir`.

@@ -1,0 +1,157 @@
+//! The paired plugin (issue #16): a host accepts only plugins carrying the secret
+//! `install-plugin` wrote into the installed model, unless `--allow-unpaired`; a carried
+//! playtest session is vouched for by the paired socket that carries it. The real plugin
+//! under Lune pairs in every test of tests/real_plugin.rs; here fake plugins play the
+//! installed plugin (with the secret read back out of a real install) and the stranger.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::json;
+use support::fake_plugin::{FakePlugin, Identity, studio_like};
+use support::free_port;
+use support::mcp_client::{Mcp, binary, install_plugin};
+use tokio::io::AsyncReadExt;
+
+const WAIT: Duration = Duration::from_secs(15);
+
+/// A config directory of its own (so rotating its secret touches no other test).
+fn config_dir(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("pairing-{name}-{}", free_port()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The secret the plugin model installed at `rbxm` carries.
+fn secret_of(rbxm: &Path) -> String {
+    studio_bridge::plugin_install::secret_in_model(&std::fs::read(rbxm).unwrap()).expect("the install carries a secret")
+}
+
+fn paired(instance: &str, secret: &str) -> Identity {
+    Identity {
+        pairing: Some(secret.to_owned()),
+        ..Identity::edit(instance)
+    }
+}
+
+async fn refused(plugin: &FakePlugin) -> (String, String, Option<u16>) {
+    let log = plugin
+        .wait("a reject and a close", WAIT, |log| {
+            !log.rejects.is_empty() && !log.closes.is_empty()
+        })
+        .await;
+    assert_eq!(log.welcomes, 0, "a refused plugin is never welcomed");
+    let (code, message) = log.rejects[0].clone();
+    (code, message, log.closes[0])
+}
+
+async fn session_ids(mcp: &Mcp) -> Vec<String> {
+    let result = mcp.ok("studio_sessions", json!({})).await;
+    result["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["sessionId"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_installed_secret_is_accepted_and_a_stranger_is_refused_as_unpaired() {
+    let dir = config_dir("stranger");
+    let rbxm = install_plugin(&dir, &[]).await;
+    let port = free_port();
+    let mcp = Mcp::spawn_with_config_dir(port, &[], &dir).await;
+
+    let stranger = FakePlugin::start(port, Identity::edit("S"), studio_like());
+    let (code, message, close) = refused(&stranger).await;
+    assert_eq!(code, "unpaired");
+    assert_eq!(close, Some(4003));
+    assert!(
+        message
+            .to_lowercase()
+            .contains("reinstall the plugin with studio-bridge install-plugin"),
+        "{message}"
+    );
+
+    let wrong = FakePlugin::start(port, paired("W", &"0".repeat(64)), studio_like());
+    assert_eq!(refused(&wrong).await.0, "unpaired");
+
+    let _installed = FakePlugin::connect(port, paired("A", &secret_of(&rbxm)), studio_like()).await;
+    assert_eq!(
+        session_ids(&mcp).await,
+        ["A-edit"],
+        "only the paired plugin is a session"
+    );
+}
+
+#[tokio::test]
+async fn a_rotated_secret_refuses_the_old_install_and_the_secret_never_reaches_the_log() {
+    let dir = config_dir("rotate");
+    let old = secret_of(&install_plugin(&dir, &[]).await);
+    let port = free_port();
+    let mut serve = tokio::process::Command::new(binary())
+        .args(["serve", "--no-install-plugin", "--port", &port.to_string()])
+        .env("STUDIO_BRIDGE_CONFIG_DIR", &dir)
+        .env("STUDIO_BRIDGE_LOG", "trace")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+
+    let before = FakePlugin::connect(port, paired("A", &old), studio_like()).await;
+    before.stop().await;
+
+    let new = secret_of(&install_plugin(&dir, &["--rotate-secret"]).await);
+    assert_ne!(new, old);
+    // The running host reads the secret at each hello: no restart needed.
+    let stale = FakePlugin::start(port, paired("A", &old), studio_like());
+    let (code, message, close) = refused(&stale).await;
+    assert_eq!((code.as_str(), close), ("unpaired", Some(4003)));
+    assert!(
+        message.contains("rotated") && message.contains("install-plugin"),
+        "{message}"
+    );
+    FakePlugin::connect(port, paired("B", &new), studio_like())
+        .await
+        .stop()
+        .await;
+
+    serve.start_kill().unwrap();
+    let mut log = String::new();
+    serve.stderr.take().unwrap().read_to_string(&mut log).await.unwrap();
+    assert!(log.contains("unpaired"), "the refusal is logged: {log}");
+    assert!(!log.contains(&old) && !log.contains(&new), "a secret reached the log");
+}
+
+#[tokio::test]
+async fn allow_unpaired_accepts_a_stranger() {
+    let dir = config_dir("allow");
+    install_plugin(&dir, &[]).await;
+    let port = free_port();
+    let mcp = Mcp::spawn_with_config_dir(port, &["--allow-unpaired"], &dir).await;
+    let stranger = FakePlugin::connect(port, Identity::edit("S"), studio_like()).await;
+    assert!(stranger.log().rejects.is_empty());
+    assert_eq!(session_ids(&mcp).await, ["S-edit"]);
+}
+
+#[tokio::test]
+async fn a_carried_playtest_session_needs_no_secret_of_its_own() {
+    let dir = config_dir("carried");
+    let secret = secret_of(&install_plugin(&dir, &[]).await);
+    let port = free_port();
+    let mcp = Mcp::spawn_with_config_dir(port, &[], &dir).await;
+    let edit = FakePlugin::connect(port, paired("A", &secret), studio_like()).await;
+    // The carried hellos carry no pairing, as the real plugin's do.
+    edit.carry(Identity::play("A", "server"));
+    edit.carry(Identity::play("A", "client"));
+    let log = edit
+        .wait("two carried welcomes", WAIT, |log| log.carried_welcomes.len() == 2)
+        .await;
+    assert!(log.rejects.is_empty(), "{:?}", log.rejects);
+    assert_eq!(session_ids(&mcp).await, ["A-edit", "A-server", "A-client"]);
+}
