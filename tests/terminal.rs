@@ -1,6 +1,6 @@
-//! `studio-bridge terminal` with stdin piped (no TTY), against the real plugin in a headless
-//! Studio under Lune, hosted by a `serve` process (so the terminal joins it as a peer, as it
-//! would beside an agent).
+//! `studio-bridge terminal` against the real plugin in a headless Studio under Lune, hosted
+//! by a `serve` process (so the terminal joins it as a peer, as it would beside an agent):
+//! first with stdin piped (no TTY), then through a pseudo-terminal as a person uses it.
 
 mod support;
 
@@ -199,4 +199,241 @@ async fn several_studios_without_a_tty_fail_with_the_list() {
     assert_eq!(output.status.code(), Some(1));
     assert!(stderr.contains("pass --session ID"), "{stderr}");
     assert!(stderr.contains("  1) ") && stderr.contains("  2) "), "{stderr}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Through a pseudo-terminal: what a person at a TTY gets (rustyline's line editing, the
+// continuation prompt, Ctrl-C as the byte 0x03, the session picker).
+// ---------------------------------------------------------------------------------------
+
+/// How long any one expected output may take on a loaded machine.
+const PTY_TIMEOUT_MS: u64 = 60_000;
+
+/// `studio-bridge terminal` on the slave side of a pty, seen and typed at from the master
+/// side with rexpect. Escape sequences are stripped before matching; everything read so far
+/// is kept for the failure message.
+#[cfg(unix)]
+struct Tty {
+    session: rexpect::session::PtySession,
+    seen: String,
+}
+
+#[cfg(unix)]
+impl Tty {
+    /// Starts the terminal on a new pty, or None when this machine cannot open one.
+    fn spawn(port: u16, history_dir: &std::path::Path) -> Option<Tty> {
+        // What posix_openpt does on Linux; rexpect would fail the same way further in.
+        if let Err(error) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/ptmx") {
+            eprintln!("SKIPPED: no pseudo-terminal can be opened here (/dev/ptmx: {error})");
+            return None;
+        }
+        let mut command = std::process::Command::new(binary());
+        command
+            .args(["terminal", "--port", &port.to_string()])
+            .env("NO_COLOR", "1")
+            .env("TERM", "xterm")
+            // The history file goes to the platform data dir: keep it out of the real one
+            // (on Linux; HOME stays, since the bridge's peer token is found under it).
+            .env("XDG_DATA_HOME", history_dir);
+        let options = rexpect::session::Options::new()
+            .timeout_ms(Some(PTY_TIMEOUT_MS))
+            .strip_ansi_escape_codes(true);
+        let session = rexpect::spawn_with_options(command, options).expect("start the terminal on a pty");
+        Some(Tty {
+            session,
+            seen: String::new(),
+        })
+    }
+
+    /// Waits for `regex` in the output; returns the text before it and the match.
+    fn expect(&mut self, regex: &str) -> (String, String) {
+        let result = tokio::task::block_in_place(|| self.session.exp_regex(regex));
+        match result {
+            Ok((before, matched)) => {
+                self.seen.push_str(&before);
+                self.seen.push_str(&matched);
+                (before, matched)
+            }
+            Err(error) => panic!(
+                "the terminal did not show /{regex}/: {error}\n--- terminal so far\n{}\n---",
+                self.seen
+            ),
+        }
+    }
+
+    /// Waits for the main prompt (`Place [context]> `); returns what came before it.
+    fn prompt(&mut self) -> String {
+        self.expect(r"\S+ \[(edit|server|client)\]> ").0
+    }
+
+    /// Types a line and Enter (a terminal sends CR for Enter).
+    fn type_line(&mut self, line: &str) {
+        self.session.send(&format!("{line}\r")).expect("write to the pty");
+        self.session.flush().expect("flush the pty");
+    }
+
+    /// Writes one raw byte, e.g. 0x03 (what Ctrl-C sends).
+    fn type_control(&mut self, c: char) {
+        self.session.send_control(c).expect("write to the pty");
+    }
+
+    /// Waits for the terminal to exit; its exit code.
+    fn exit_code(&mut self) -> i32 {
+        let rest = tokio::task::block_in_place(|| self.session.exp_eof()).unwrap_or_default();
+        self.seen.push_str(&rest);
+        match self.session.process().wait() {
+            Ok(rexpect::process::WaitStatus::Exited(_, code)) => code,
+            other => panic!("the terminal did not exit by itself: {other:?}\n{}", self.seen),
+        }
+    }
+}
+
+#[cfg(unix)]
+fn temp_dir(what: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sb-{what}-{}-{}", std::process::id(), free_port()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_tty_lines_continuations_dot_commands_and_exit() {
+    let port = free_port();
+    let _host = serve(port);
+    let rbxm = installed_plugin().await;
+    let mut studio = studio(port, &rbxm).await;
+    let Some(mut tty) = Tty::spawn(port, &temp_dir("pty-history")) else {
+        return;
+    };
+    tty.expect(r"attached to .* \[edit\] \(session ");
+    tty.prompt();
+
+    // A single-line exec.
+    tty.type_line("x = 20 + 1 print('x is', x)");
+    tty.expect(r"x is 21\r?\n");
+    tty.prompt();
+    // A function over three lines: the two after the first get the continuation prompt.
+    tty.type_line("function twice(a)");
+    tty.expect(r"\n[\r ]*>> ");
+    tty.type_line("  print('twice', a) return a * 2");
+    tty.expect(r"\n[\r ]*>> ");
+    tty.type_line("end");
+    tty.prompt();
+    tty.type_line("return twice(x), 'done'");
+    let (_, result) = tty.expect(r#"\n42, "done"\r?\n"#);
+    assert!(result.contains(r#"42, "done""#));
+    tty.prompt();
+    assert_eq!(
+        studio.lines_so_far().iter().filter(|l| l.contains("twice 21")).count(),
+        1,
+        "the function ran once, when called, not while it was being typed"
+    );
+    // `.query` and `.logs`, with the CLI's flags.
+    tty.type_line(".query Workspace.Baseplate --properties Anchored");
+    tty.expect(r"Baseplate \(Part\)");
+    tty.expect(r"Anchored = true");
+    tty.prompt();
+    tty.type_line(".logs --count 1 --levels Print");
+    tty.expect(r"\[Print\] twice 21");
+    tty.prompt();
+    // Ctrl-C at a continuation prompt drops the unfinished chunk.
+    tty.type_line("function never(");
+    tty.expect(r"\n[\r ]*>> ");
+    tty.type_control('c');
+    tty.prompt();
+    tty.type_line("return never == nil");
+    tty.expect(r"\ntrue\r?\n");
+    tty.prompt();
+    tty.type_line(".exit");
+    assert_eq!(tty.exit_code(), 0, ".exit leaves with 0");
+    println!("--- terminal (escapes stripped)\n{}\n---", tty.seen);
+    assert!(
+        !tty.seen.contains("<eof>"),
+        "an unfinished chunk is continued, not reported"
+    );
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_tty_ctrl_c_cancels_the_running_line_and_returns_to_the_prompt() {
+    let port = free_port();
+    let _host = serve(port);
+    let rbxm = installed_plugin().await;
+    let mut studio = studio(port, &rbxm).await;
+    let Some(mut tty) = Tty::spawn(port, &temp_dir("pty-history")) else {
+        return;
+    };
+    tty.prompt();
+    tty.type_line("spins = 0");
+    tty.prompt();
+    tty.type_line("print('looping') while true do spins += 1 task.wait() end");
+    studio.wait_for_line("looping", Duration::from_secs(60)).await;
+    // The byte a terminal sends for Ctrl-C; the line discipline turns it into SIGINT.
+    tty.type_control('c');
+    tty.expect(r"error\[cancelled\]");
+    tty.prompt();
+    // The plugin stopped the loop (it got `cancel`): spins no longer grows.
+    tty.type_line("local n = spins task.wait(0.3) return spins == n, n > 0");
+    tty.expect(r"\ntrue, true\r?\n");
+    tty.prompt();
+    tty.type_line(".exit");
+    assert_eq!(
+        tty.exit_code(),
+        0,
+        "the terminal went on after Ctrl-C and left at .exit"
+    );
+    println!("--- terminal (escapes stripped)\n{}\n---", tty.seen);
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_tty_two_studios_are_offered_and_one_is_picked_by_number() {
+    let port = free_port();
+    let _host = serve(port);
+    let rbxm = installed_plugin().await;
+    let mut a = studio(port, &rbxm).await;
+    let mut b = studio(port, &rbxm).await;
+    let session_of = |studio: &mut HeadlessStudio| {
+        let line = studio
+            .lines_so_far()
+            .iter()
+            .find(|l| l.contains("[harness] connected context=edit"))
+            .cloned()
+            .unwrap();
+        line.rsplit("sessionId=").next().unwrap().to_owned()
+    };
+    let (id_a, id_b) = (session_of(&mut a), session_of(&mut b));
+    let Some(mut tty) = Tty::spawn(port, &temp_dir("pty-history")) else {
+        return;
+    };
+    tty.expect("Several Studio sessions are connected:");
+    let (list, _) = tty.expect(r"attach to which \(1-2\)\? ");
+    let second = list
+        .lines()
+        .find(|l| l.trim_start().starts_with("2) "))
+        .unwrap_or_else(|| panic!("no row 2 in {list:?}"));
+    let (chosen, chosen_id, other) = if second.contains(&id_a) {
+        (&mut a, &id_a, &mut b)
+    } else {
+        assert!(second.contains(&id_b), "row 2 is one of the two Studios: {list}");
+        (&mut b, &id_b, &mut a)
+    };
+    // A wrong answer asks again.
+    tty.type_line("7");
+    tty.expect("type a number from 1 to 2");
+    tty.expect(r"attach to which \(1-2\)\? ");
+    tty.type_line("2");
+    tty.expect(&format!(r"attached to .* \[edit\] \(session {chosen_id}\)"));
+    tty.prompt();
+    tty.type_line("print('picked ' .. 'by number')");
+    tty.expect(r"\npicked by number\r?\n");
+    chosen.wait_for_line("picked by number", Duration::from_secs(60)).await;
+    assert!(
+        !other.lines_so_far().iter().any(|l| l.contains("picked by number")),
+        "the line ran in the Studio that was picked, not the other"
+    );
+    tty.prompt();
+    tty.type_line(".exit");
+    assert_eq!(tty.exit_code(), 0);
+    println!("--- terminal (escapes stripped)\n{}\n---", tty.seen);
 }
