@@ -38,6 +38,17 @@ async fn edit_studio() -> (PathBuf, Mcp, HeadlessStudio) {
     (rbxm, mcp, studio)
 }
 
+/// The contexts `studio_sessions` lists, in its order.
+async fn contexts(mcp: &Mcp) -> Vec<String> {
+    let listed = mcp.ok("studio_sessions", json!({})).await;
+    listed["sessions"]
+        .as_array()
+        .expect("a session list")
+        .iter()
+        .map(|s| s["context"].as_str().expect("a context").to_owned())
+        .collect()
+}
+
 #[tokio::test]
 async fn every_tool_is_answered_by_the_real_plugin_in_edit() {
     let (rbxm, mcp, _studio) = edit_studio().await;
@@ -682,14 +693,7 @@ async fn play_starts_and_stops_a_playtest_and_refuses_what_the_state_forbids() {
     let started = mcp.ok("studio_play", json!({"mode": "start"})).await;
     assert_eq!(started["state"], "Play");
     assert_eq!(started["context"], "edit");
-    let sessions = mcp.ok("studio_sessions", json!({})).await;
-    let contexts: Vec<&str> = sessions["sessions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["context"].as_str().unwrap())
-        .collect();
-    assert_eq!(contexts, ["edit", "server", "client"]);
+    assert_eq!(contexts(&mcp).await, ["edit", "server", "client"]);
     let ran = mcp
         .ok("studio_exec", json!({"script": "return game:GetService('RunService'):IsServer(), workspace:FindFirstChild('Marker') ~= nil"}))
         .await;
@@ -710,14 +714,7 @@ async fn play_starts_and_stops_a_playtest_and_refuses_what_the_state_forbids() {
     // Run: a server and no client.
     let run = mcp.ok("studio_play", json!({"mode": "run"})).await;
     assert_eq!(run["state"], "Run");
-    let sessions = mcp.ok("studio_sessions", json!({})).await;
-    let contexts: Vec<&str> = sessions["sessions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["context"].as_str().unwrap())
-        .collect();
-    assert_eq!(contexts, ["edit", "server"]);
+    assert_eq!(contexts(&mcp).await, ["edit", "server"]);
     assert_eq!(mcp.ok("studio_play", json!({"mode": "stop"})).await["state"], "Edit");
     let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
 }
@@ -737,14 +734,7 @@ async fn play_stop_ends_a_playtest_a_person_started() {
     studio
         .wait_for_line("[harness] test ended", Duration::from_secs(5))
         .await;
-    let sessions = mcp.ok("studio_sessions", json!({})).await;
-    let contexts: Vec<&str> = sessions["sessions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["context"].as_str().unwrap())
-        .collect();
-    assert_eq!(contexts, ["edit"]);
+    assert_eq!(contexts(&mcp).await, ["edit"]);
     let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
 }
 
@@ -1545,5 +1535,39 @@ async fn exec_with_runtime_game_sees_the_games_own_module_tables() {
         .await;
     assert_eq!(client["returns"], json!([true]), "{client}");
     assert_eq!(mcp.ok("studio_play", json!({"mode": "stop"})).await["state"], "Edit");
+    let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
+}
+
+/// Issue #12: a `test_run` reports progress while the test runs (when the caller asked for it).
+#[tokio::test]
+async fn test_run_reports_progress_while_the_test_runs() {
+    let (rbxm, mcp, _studio) = edit_studio().await;
+    let Ok(serde_json::Value::Object(arguments)) =
+        serde_json::to_value(json!({"script": "task.wait(2.5) return 'late'", "timeoutMs": 10000}))
+    else {
+        unreachable!()
+    };
+    let mut params = rmcp::model::CallToolRequestParams::new("studio_test_run").with_arguments(arguments);
+    let token = rmcp::model::ProgressToken(rmcp::model::NumberOrString::String("t1".into()));
+    let mut meta = rmcp::model::RequestMetaObject::default();
+    meta.set_progress_token(token);
+    params.meta = Some(meta);
+    let result = mcp.client.call_tool(params).await.unwrap();
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(result.structured_content.as_ref().unwrap()["returns"], json!(["late"]));
+    support::wait_for("progress notifications", Duration::from_secs(10), || {
+        mcp.recorder.progress.lock().unwrap().len() >= 2
+    })
+    .await;
+    let progress = mcp.recorder.progress.lock().unwrap().clone();
+    let steps: Vec<f64> = progress.iter().map(|p| p.progress).collect();
+    assert!(steps.windows(2).all(|w| w[0] < w[1]), "progress only grows: {steps:?}");
+    assert!(progress.iter().all(|p| p.total == Some(10.0)), "{progress:?}");
+    assert!(
+        progress
+            .iter()
+            .any(|p| p.message.as_deref().is_some_and(|m| m.contains("runs in the test"))),
+        "{progress:?}"
+    );
     let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
 }
