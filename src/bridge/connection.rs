@@ -56,51 +56,37 @@ pub async fn serve_plugin(
         Ok(found) => found,
         Err((code, message)) => {
             tracing::warn!(%message, "plugin connection refused");
-            let framing = Framing::Base64Text;
-            if let Some(code) = code {
-                let reject = encode_frame(
-                    &HostMessage::Reject {
-                        code,
-                        message: &message,
-                        session: None,
-                    },
-                    framing,
-                );
-                let _ = sink.send(to_message(reject)).await;
-            }
-            let _ = sink.send(close_message(CLOSE_PROTOCOL, "expected a valid hello")).await;
+            let reject = code.map(|code| (code, message.as_str()));
+            refuse(
+                &mut sink,
+                Framing::Base64Text,
+                reject,
+                CLOSE_PROTOCOL,
+                "expected a valid hello",
+            )
+            .await;
             return;
         }
     };
     if hello.protocol != PROTOCOL_VERSION {
         let message = mismatch_message(hello.protocol);
         tracing::warn!(session = %hello.session_id, "{message}");
-        let reject = encode_frame(
-            &HostMessage::Reject {
-                code: "protocol_mismatch",
-                message: &message,
-                session: None,
-            },
-            framing,
-        );
-        let _ = sink.send(to_message(reject)).await;
-        let _ = sink.send(close_message(CLOSE_PROTOCOL, "protocol mismatch")).await;
+        let reject = Some(("protocol_mismatch", message.as_str()));
+        refuse(&mut sink, framing, reject, CLOSE_PROTOCOL, "protocol mismatch").await;
         return;
     }
     // Only the socket's first hello is checked: the playtest sessions it carries later
     // (`Carried::open`) are vouched for by this paired connection.
     if let Err(message) = pairing.check(hello.pairing.as_ref().map(|secret| secret.0.as_str())) {
         tracing::warn!(session = %hello.session_id, "refused an unpaired plugin: {message}");
-        let reject = encode_frame(
-            &HostMessage::Reject {
-                code: "unpaired",
-                message: &message,
-                session: None,
-            },
+        refuse(
+            &mut sink,
             framing,
-        );
-        let _ = sink.send(to_message(reject)).await;
-        let _ = sink.send(close_message(CLOSE_UNPAIRED, "unpaired")).await;
+            Some(("unpaired", message.as_str())),
+            CLOSE_UNPAIRED,
+            "unpaired",
+        )
+        .await;
         return;
     }
 
@@ -159,6 +145,29 @@ pub async fn serve_plugin(
     tracing::info!(session = %session_id, "plugin disconnected");
     drop(link);
     let _ = writer.await;
+}
+
+/// Refuses a connection before it becomes a session: a `reject` naming the code and the fix
+/// (when there is one to say), then the close frame.
+async fn refuse(
+    sink: &mut SplitSink<WebSocket, Message>,
+    framing: Framing,
+    reject: Option<(&str, &str)>,
+    close_code: u16,
+    close_reason: &'static str,
+) {
+    if let Some((code, message)) = reject {
+        let frame = encode_frame(
+            &HostMessage::Reject {
+                code,
+                message,
+                session: None,
+            },
+            framing,
+        );
+        let _ = sink.send(to_message(frame)).await;
+    }
+    let _ = sink.send(close_message(close_code, close_reason)).await;
 }
 
 fn mismatch_message(protocol: u64) -> String {
