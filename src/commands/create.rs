@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
 
 use super::reflection::{self, sentence};
-use super::{Command, Invocation, Kind, Output, Spec, plugin_json};
+use super::{Command, Invocation, Kind, Output, Spec};
 use crate::protocol::{Context, ToolError};
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
@@ -73,8 +73,7 @@ impl Command for Create {
     async fn run(args: CreateArgs, cx: &Invocation) -> Result<Output, ToolError> {
         validate(&args)?;
         check_api(&args)?;
-        let result = cx.call_plugin(&Self::SPEC, &args, Self::SPEC.timeout, None).await?;
-        Ok(Output::json(plugin_json(result)))
+        cx.forward(&Self::SPEC, &args).await
     }
 }
 

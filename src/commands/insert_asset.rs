@@ -7,7 +7,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Command, Invocation, Kind, Output, Spec, plugin_json};
+use super::{Command, Invocation, Kind, Output, Spec};
 use crate::protocol::{Context, ToolError};
 
 /// Luau numbers hold integers exactly up to 2^53.
@@ -63,8 +63,7 @@ impl Command for InsertAsset {
 
     async fn run(args: InsertAssetArgs, cx: &Invocation) -> Result<Output, ToolError> {
         validate(&args)?;
-        let result = cx.call_plugin(&Self::SPEC, &args, Self::SPEC.timeout, None).await?;
-        Ok(Output::json(plugin_json(result)))
+        cx.forward(&Self::SPEC, &args).await
     }
 }
 

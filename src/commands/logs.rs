@@ -5,7 +5,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Command, Invocation, Kind, Output, Spec, plugin_json};
+use super::{Command, Invocation, Kind, Output, Spec};
 use crate::protocol::{Context, ToolError};
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
@@ -93,7 +93,6 @@ impl Command for Logs {
         if !(1..=10_000).contains(&args.count) {
             return Err(ToolError::invalid_args("`count` must be between 1 and 10000."));
         }
-        let result = cx.call_plugin(&Self::SPEC, &args, Self::SPEC.timeout, None).await?;
-        Ok(Output::json(plugin_json(result)))
+        cx.forward(&Self::SPEC, &args).await
     }
 }

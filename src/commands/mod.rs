@@ -123,6 +123,13 @@ pub struct Invocation {
 }
 
 impl Invocation {
+    /// What most commands do: call the plugin action within the command's own timeout and
+    /// hand its result to the agent as it came.
+    pub async fn forward(&self, spec: &Spec, args: &impl Serialize) -> Result<Output, ToolError> {
+        let result = self.call_plugin(spec, args, spec.timeout, None).await?;
+        Ok(Output::json(plugin_json(result)))
+    }
+
     /// Calls this command's plugin action with `args` (defaults already filled in).
     pub async fn call_plugin(
         &self,

@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
-use super::{Command, Invocation, Kind, Output, Spec, plugin_json};
+use super::{Command, Invocation, Kind, Output, Spec};
 use crate::protocol::{Context, ToolError};
 
 /// Deepest nesting `depth` may ask for: each level multiplies the result.
@@ -76,7 +76,6 @@ impl Command for Query {
                 "`path` is empty; pass an instance path such as game.Workspace.",
             ));
         }
-        let result = cx.call_plugin(&Self::SPEC, &args, Self::SPEC.timeout, None).await?;
-        Ok(Output::json(plugin_json(result)))
+        cx.forward(&Self::SPEC, &args).await
     }
 }

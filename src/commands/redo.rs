@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::undo::{StepsArgs, StepsResult, check_steps};
-use super::{Command, Invocation, Kind, Output, Spec, plugin_json};
+use super::{Command, Invocation, Kind, Output, Spec};
 use crate::protocol::{Context, ToolError};
 
 pub struct Redo;
@@ -27,7 +27,6 @@ impl Command for Redo {
 
     async fn run(args: StepsArgs, cx: &Invocation) -> Result<Output, ToolError> {
         check_steps(&args)?;
-        let result = cx.call_plugin(&Self::SPEC, &args, Self::SPEC.timeout, None).await?;
-        Ok(Output::json(plugin_json(result)))
+        cx.forward(&Self::SPEC, &args).await
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Command, Invocation, Kind, Output, Spec, plugin_json};
+use super::{Command, Invocation, Kind, Output, Spec};
 use crate::protocol::{Context, ToolError};
 
 /// Most matches one call may ask for.
@@ -85,7 +85,6 @@ impl Command for ScriptSearch {
                 "`root` is empty; pass an instance path such as game.ServerScriptService, or omit it for game.",
             ));
         }
-        let result = cx.call_plugin(&Self::SPEC, &args, Self::SPEC.timeout, None).await?;
-        Ok(Output::json(plugin_json(result)))
+        cx.forward(&Self::SPEC, &args).await
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Command, Invocation, Kind, Output, Spec, plugin_json};
+use super::{Command, Invocation, Kind, Output, Spec};
 use crate::protocol::{Context, ToolError};
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
@@ -57,7 +57,6 @@ impl Command for Selection {
                 "`set[{i}]` is empty; pass instance paths such as Workspace.Part ([] clears the selection)."
             )));
         }
-        let result = cx.call_plugin(&Self::SPEC, &args, Self::SPEC.timeout, None).await?;
-        Ok(Output::json(plugin_json(result)))
+        cx.forward(&Self::SPEC, &args).await
     }
 }

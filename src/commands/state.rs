@@ -5,7 +5,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Command, Invocation, Kind, Output, Spec, plugin_json};
+use super::{Command, Invocation, Kind, Output, Spec};
 use crate::protocol::{Context, ToolError};
 
 #[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
@@ -42,7 +42,6 @@ impl Command for State {
     };
 
     async fn run(args: StateArgs, cx: &Invocation) -> Result<Output, ToolError> {
-        let result = cx.call_plugin(&Self::SPEC, &args, Self::SPEC.timeout, None).await?;
-        Ok(Output::json(plugin_json(result)))
+        cx.forward(&Self::SPEC, &args).await
     }
 }
