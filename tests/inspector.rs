@@ -268,6 +268,31 @@ async fn the_mcp_inspector_accepts_our_tools_and_results() {
         Some(Some("return 1"))
     );
 
+    // `api` is answered by the host from the API dump: its structured result passes the
+    // Inspector's check against its outputSchema too.
+    let api = inspector
+        .run(
+            port,
+            &[
+                "--method",
+                "tools/call",
+                "--tool-name",
+                "studio_api",
+                "--tool-arg",
+                "class=Part",
+                "--tool-arg",
+                "member=Color",
+            ],
+        )
+        .await;
+    api.assert_no_validation_complaint();
+    assert_eq!(api.code, Some(0), "{api}");
+    let result = api.result();
+    assert_eq!(
+        result["structuredContent"]["properties"][0]["from"], "BasePart",
+        "{api}"
+    );
+
     plugin.stop().await;
     serve.kill().await.expect("stop studio-bridge serve");
 }
