@@ -330,29 +330,28 @@ async fn read_loop(
             }
             Some(Ok(message)) => message,
         };
-        let payload: &[u8] = match &message {
-            Message::Binary(bytes) => bytes,
-            Message::Text(text) => text.as_bytes(),
+        let framing = match &message {
+            Message::Binary(_) => Framing::Binary,
+            Message::Text(_) => Framing::Base64Text,
             Message::Close(_) => return End::Closed,
             Message::Ping(_) | Message::Pong(_) => continue,
         };
         // Any frame proves the plugin is alive.
         unanswered = 0;
-        let this_framing = if matches!(message, Message::Binary(_)) {
-            Framing::Binary
+        let payload = message.into_data();
+        let limit = registry.max_message_bytes;
+        // A large frame (a result of megabytes) is decoded off the async thread, so that
+        // calls to other sessions are not held up behind it; in order, as it is awaited.
+        let decoded = if payload.len() > OFF_THREAD_BYTES {
+            tokio::task::spawn_blocking(move || PluginMessage::decode_routed(payload, framing, limit))
+                .await
+                .unwrap_or(Err(FrameError::NotAMessage))
         } else {
-            Framing::Base64Text
+            PluginMessage::decode_routed(payload, framing, limit)
         };
-        let decoded = match decode_frame(payload, this_framing, registry.max_message_bytes) {
-            Ok(value) => value,
-            Err(FrameError::TooLarge { size, limit }) => return End::TooLarge(format!("{size} bytes, limit {limit}")),
-            Err(error) => {
-                tracing::warn!(session = %session_id, %error, "rejected a malformed frame");
-                continue;
-            }
-        };
-        let Routed { session, message } = match PluginMessage::parse_routed(decoded) {
+        let Routed { session, message } = match decoded {
             Ok(routed) => routed,
+            Err(FrameError::TooLarge { size, limit }) => return End::TooLarge(format!("{size} bytes, limit {limit}")),
             Err(error) => {
                 tracing::warn!(session = %session_id, %error, "rejected a malformed message");
                 continue;
@@ -434,6 +433,9 @@ fn plugin_failure(failure: PluginFailure) -> ToolError {
             .with_details(serde_json::json!({ "pluginCode": failure.code, "details": details })),
     }
 }
+
+/// Frames larger than this are decoded on a blocking thread.
+const OFF_THREAD_BYTES: usize = 256 * 1024;
 
 /// Owns the sending half of a socket: feeds everything already queued, then flushes
 /// once. Shared by plugin and peer connections.

@@ -33,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 pub use registry::SessionInfo;
 pub use resolve::Target;
 
+use crate::protocol::raw::RawValue;
 use crate::protocol::{Context, PROTOCOL_VERSION, Ran};
 use crate::protocol::{ErrorCode, ToolError};
 use host::{BindError, Host, HostConfig};
@@ -57,7 +58,8 @@ pub struct Call {
 /// A plugin's answer to a call, and the session that gave it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reply {
-    pub value: Msgpack,
+    /// The plugin's result as it came (see [`crate::protocol::raw`]).
+    pub value: RawValue,
     /// Always known on the host; from a peer, what the host said.
     pub ran: Option<Ran>,
 }

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -175,12 +176,8 @@ impl PeerLink {
         lock(&self.subscriptions).clear();
     }
 
-    fn dispatch(&self, bytes: &[u8]) {
-        let Ok(value) = rmpv::decode::read_value(&mut &bytes[..]) else {
-            tracing::warn!("rejected a malformed frame from the bridge host");
-            return;
-        };
-        match HostReply::parse(value) {
+    fn dispatch(&self, frame: &Bytes) {
+        match HostReply::decode(frame) {
             Ok(HostReply::Result { id, outcome, ran }) => {
                 if let Some(pending) = lock(&self.pending).remove(&id) {
                     let _ = pending.reply.send(outcome.map(|value| Reply { value, ran }));
@@ -300,7 +297,7 @@ impl PeerLink {
                 ));
             }
         };
-        let json = value::to_json(&outcome.value);
+        let json = outcome.value.decode().map(value::into_json).unwrap_or_default();
         serde_json::from_value::<SessionList>(json)
             .map(|list| list.sessions)
             .map_err(|e| ToolError::new(ErrorCode::PluginError, format!("The bridge host sent an unreadable session list ({e}); are both studio-bridge binaries the same version?")))

@@ -16,7 +16,8 @@ use super::connection::write_loop;
 use super::registry::{self, Outbound, Registry};
 use super::{Call, CallHooks, Progress, SessionEvent, Target};
 use crate::protocol::messages::{Frame, Framing, decode_frame};
-use crate::protocol::peer::{HostOut, PeerRequest, encode};
+use crate::protocol::peer::{HostOut, PeerRequest, encode, encode_result};
+use crate::protocol::raw::RawValue;
 use crate::protocol::value;
 
 /// Close code telling peers the host is shutting down cleanly: they take over at once
@@ -67,6 +68,10 @@ pub async fn serve_peer(socket: WebSocket, registry: Arc<Registry>, shutdown: Ca
 
 fn send(outbound: &mpsc::UnboundedSender<Outbound>, message: &HostOut<'_>) {
     let _ = outbound.send(Outbound::Frame(Frame::Binary(encode(message))));
+}
+
+fn send_result(outbound: &mpsc::UnboundedSender<Outbound>, message: &HostOut<'_>, result: Option<&RawValue>) {
+    let _ = outbound.send(Outbound::Frame(Frame::Binary(encode_result(message, result))));
 }
 
 fn handle(
@@ -126,25 +131,29 @@ fn handle(
                         },
                     )
                     .await;
-                let message = match &outcome {
-                    Ok(reply) => HostOut::Result {
-                        id,
-                        ok: true,
-                        result: Some(&reply.value),
-                        error: None,
-                        session_id: reply.ran.as_ref().map(|r| r.session_id.as_str()),
-                        context: reply.ran.as_ref().map(|r| r.context),
-                    },
-                    Err(error) => HostOut::Result {
-                        id,
-                        ok: false,
-                        result: None,
-                        error: Some(error),
-                        session_id: None,
-                        context: None,
-                    },
-                };
-                send(&outbound, &message);
+                match &outcome {
+                    Ok(reply) => send_result(
+                        &outbound,
+                        &HostOut::Result {
+                            id,
+                            ok: true,
+                            error: None,
+                            session_id: reply.ran.as_ref().map(|r| r.session_id.as_str()),
+                            context: reply.ran.as_ref().map(|r| r.context),
+                        },
+                        Some(&reply.value),
+                    ),
+                    Err(error) => send(
+                        &outbound,
+                        &HostOut::Result {
+                            id,
+                            ok: false,
+                            error: Some(error),
+                            session_id: None,
+                            context: None,
+                        },
+                    ),
+                }
                 inflight.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
             });
         }
@@ -161,17 +170,17 @@ fn handle(
             tokio::spawn(async move {
                 let deadline = tokio::time::Instant::now() + registry::STARTUP_GRACE;
                 let sessions = serde_json::json!({ "sessions": registry.sessions_after_startup(deadline).await });
-                let result = value::from_json(&sessions);
-                send(
+                let result = RawValue::encode(&value::from_json(&sessions));
+                send_result(
                     &outbound,
                     &HostOut::Result {
                         id,
                         ok: true,
-                        result: Some(&result),
                         error: None,
                         session_id: None,
                         context: None,
                     },
+                    Some(&result),
                 );
             });
         }
@@ -183,16 +192,16 @@ fn handle(
                 .insert(id, cancel.clone());
             let registry = Arc::clone(registry);
             let outbound = outbound.clone();
-            send(
+            send_result(
                 &outbound,
                 &HostOut::Result {
                     id,
                     ok: true,
-                    result: Some(&Msgpack::Map(Vec::new())),
                     error: None,
                     session_id: None,
                     context: None,
                 },
+                Some(&RawValue::encode(&Msgpack::Map(Vec::new()))),
             );
             tokio::spawn(forward_events(registry, target, events, cancel, move |event| {
                 send(

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use rmpv::Value as Msgpack;
+use crate::protocol::raw::RawValue;
 use serde::Serialize;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
@@ -69,7 +69,7 @@ pub struct Link {
 }
 
 struct Pending {
-    reply: oneshot::Sender<Result<Msgpack, ToolError>>,
+    reply: oneshot::Sender<Result<RawValue, ToolError>>,
     progress: Option<mpsc::UnboundedSender<Progress>>,
 }
 
@@ -114,7 +114,7 @@ impl Link {
 
     /// Delivers a plugin's `response`. Returns false if nobody waits for `id` any more
     /// (it timed out or was cancelled): the response is then dropped.
-    pub fn resolve(&self, id: u64, outcome: Result<Msgpack, ToolError>) -> bool {
+    pub fn resolve(&self, id: u64, outcome: Result<RawValue, ToolError>) -> bool {
         let waiter = lock(&self.pending).remove(&id);
         match waiter {
             Some(pending) => pending.reply.send(outcome).is_ok(),
@@ -630,6 +630,7 @@ fn cancelled() -> ToolError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rmpv::Value as Msgpack;
 
     fn hello(session_id: &str) -> Hello {
         Hello {
@@ -716,9 +717,9 @@ mod tests {
         };
         let request = rmpv::decode::read_value(&mut &bytes[..]).unwrap();
         let id = request["id"].as_u64().unwrap();
-        assert!(link.resolve(id, Ok(Msgpack::from("done"))));
+        assert!(link.resolve(id, Ok(RawValue::encode(&Msgpack::from("done")))));
         let reply = pending.await.unwrap().unwrap();
-        assert_eq!(reply.value, Msgpack::from("done"));
+        assert_eq!(reply.value.decode().unwrap(), Msgpack::from("done"));
         assert_eq!(
             reply.ran.map(|r| r.session_id),
             Some("s1".to_owned()),
@@ -787,7 +788,10 @@ mod tests {
             panic!("no request")
         };
         let request = rmpv::decode::read_value(&mut &bytes[..]).unwrap();
-        assert!(link.resolve(request["id"].as_u64().unwrap(), Ok(Msgpack::from("ran"))));
+        assert!(link.resolve(
+            request["id"].as_u64().unwrap(),
+            Ok(RawValue::encode(&Msgpack::from("ran")))
+        ));
         let reply = pending.await.unwrap().expect("ran in edit, not timed out");
         assert_eq!(reply.ran.map(|r| r.context), Some(Context::Edit));
     }

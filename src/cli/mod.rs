@@ -301,7 +301,7 @@ pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions
                 eprintln!("wrote {}", path.display());
             }
             // A script error is a result, not a tool error, but the command failed.
-            if render::failed(&output.json) {
+            if render::failed(&output.value()) {
                 ExitCode::FAILURE
             } else {
                 ExitCode::SUCCESS
@@ -314,7 +314,7 @@ pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions
     } else {
         match &outcome {
             Ok(output) => {
-                let rendered = render::render(name, &output.json, out_style, err_style);
+                let rendered = render::render(name, &output.value(), out_style, err_style);
                 let written = write!(stdout, "{}", rendered.stdout).and_then(|()| stdout.flush());
                 eprint!("{}", rendered.stderr);
                 written

@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
-use super::{Command, Invocation, Kind, Output, Spec, plugin_json};
+use super::{Command, Invocation, Kind, Output, Spec};
 use crate::protocol::{Context, ToolError};
 
 /// Longest `timeoutMs` accepted (10 minutes).
@@ -116,6 +116,6 @@ impl Command for Exec {
         let result = cx
             .call_plugin(&Self::SPEC, &args, plugin_timeout + HOST_GRACE, Some(plugin_timeout))
             .await?;
-        Ok(Output::json(plugin_json(result)))
+        Ok(Output::plugin(result))
     }
 }

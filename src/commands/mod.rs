@@ -41,6 +41,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value as Json};
 
 use crate::bridge::{Bridge, Call, CallHooks, Target};
+use crate::protocol::raw::RawValue;
 use crate::protocol::{Context, ErrorCode, Ran, ToolError, value};
 use schema::{add_result_properties, add_session_properties, schema_for};
 
@@ -82,13 +83,45 @@ pub struct Spec {
 /// The result of a command: JSON for the agent, and for screenshots a PNG.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Output {
-    pub json: Json,
+    pub body: Body,
     pub image: Option<Vec<u8>>,
+}
+
+/// A result's JSON, in the form that costs least to hand on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Body {
+    /// Made on this side (`sessions`, `api`, a screenshot's size).
+    Json(Json),
+    /// A plugin's result as it came; [`DynCommand::invoke`] turns it into `Text`.
+    Plugin(RawValue),
+    /// Compact JSON text, finished and bounded, written straight from a plugin's msgpack
+    /// (`bound::bound_raw`): a large result is never a tree on this side.
+    Text(String),
 }
 
 impl Output {
     pub fn json(json: Json) -> Output {
-        Output { json, image: None }
+        Output {
+            body: Body::Json(json),
+            image: None,
+        }
+    }
+
+    /// A plugin's result, handed to the agent as it came.
+    pub fn plugin(result: RawValue) -> Output {
+        Output {
+            body: Body::Plugin(result),
+            image: None,
+        }
+    }
+
+    /// The result as a JSON tree (for the CLI's and the terminal's rendering).
+    pub fn value(&self) -> Json {
+        match &self.body {
+            Body::Json(json) => json.clone(),
+            Body::Plugin(raw) => raw.decode().map(value::into_json).unwrap_or(Json::Null),
+            Body::Text(text) => serde_json::from_str(text).unwrap_or(Json::Null),
+        }
     }
 }
 
@@ -127,7 +160,7 @@ impl Invocation {
     /// hand its result to the agent as it came.
     pub async fn forward(&self, spec: &Spec, args: &impl Serialize) -> Result<Output, ToolError> {
         let result = self.call_plugin(spec, args, spec.timeout, None).await?;
-        Ok(Output::json(plugin_json(result)))
+        Ok(Output::plugin(result))
     }
 
     /// Calls this command's plugin action with `args` (defaults already filled in).
@@ -137,7 +170,7 @@ impl Invocation {
         args: &impl Serialize,
         timeout: Duration,
         plugin_timeout: Option<Duration>,
-    ) -> Result<Msgpack, ToolError> {
+    ) -> Result<RawValue, ToolError> {
         // Through JSON, not `rmpv::ext::to_value`, which writes structs as arrays; this
         // also applies the `{"type": "binary" | "number"}` conventions to arguments.
         let args = serde_json::to_value(args)
@@ -169,10 +202,16 @@ fn map_if_empty(args: Msgpack) -> Msgpack {
     }
 }
 
-/// A plugin result as JSON (consumed: a large result is moved, not copied).
-pub fn plugin_json(result: Msgpack) -> Json {
-    value::into_json(result)
+/// A plugin result as a tree, for the commands that read it.
+pub fn plugin_value(command: &str, result: &RawValue) -> Result<Msgpack, ToolError> {
+    result
+        .decode()
+        .map_err(|e| bad_result(command, &format!("its result could not be decoded: {e}")))
 }
+
+/// Plugin results larger than this are converted to JSON off the async thread, so that
+/// one caller's megabytes do not hold up another caller's small call.
+const OFF_THREAD_BYTES: usize = 64 * 1024;
 
 /// One command: its spec, its typed arguments and result, and how it runs.
 pub trait Command: Send + Sync + 'static {
@@ -293,21 +332,38 @@ impl<C: Command> DynCommand for Erased<C> {
             };
             let mut output = C::run(typed, &cx).await?;
             let ran = cx.ran.lock().unwrap_or_else(|p| p.into_inner()).take();
-            if let (Some(ran), Json::Object(object)) = (ran, &mut output.json) {
-                object.insert("sessionId".into(), Json::String(ran.session_id));
-                object.insert("context".into(), Json::String(ran.context.as_str().into()));
-            }
-            // A plugin that cut its own result (query's budget) gets the same hint.
-            if let Json::Object(object) = &mut output.json
-                && object.get("truncated") == Some(&Json::Bool(true))
-                && !object.contains_key("truncatedHint")
-            {
-                object.insert("truncatedHint".into(), Json::String(C::SPEC.truncation_hint.into()));
-            }
+            // Where it ran, and, for a plugin that cut its own result (query's budget),
+            // the same hint.
+            let top = bound::Top {
+                set: ran
+                    .map(|ran| {
+                        vec![
+                            ("sessionId", ran.session_id),
+                            ("context", ran.context.as_str().to_owned()),
+                        ]
+                    })
+                    .unwrap_or_default(),
+                plugin_hint: C::SPEC.truncation_hint,
+            };
             // The agent receives the JSON twice, as text and as structuredContent, and
             // both count against the bound; the text is escaped once more inside the
             // JSON-RPC line (a quote becomes \"), which typically adds a fifth: 2/5 each.
-            output.json = bound::bound(output.json, limits.max_result_bytes / 5 * 2, C::SPEC.truncation_hint);
+            let limit = limits.max_result_bytes / 5 * 2;
+            let hint = C::SPEC.truncation_hint;
+            output.body = match output.body {
+                Body::Json(mut json) => {
+                    top.apply(&mut json);
+                    Body::Json(bound::bound(json, limit, hint))
+                }
+                Body::Plugin(raw) if raw.len() > OFF_THREAD_BYTES => {
+                    let text = tokio::task::spawn_blocking(move || bound::bound_raw(&raw, &top, limit, hint))
+                        .await
+                        .map_err(|e| bad_result(C::SPEC.name, &format!("its result could not be converted: {e}")))?;
+                    Body::Text(text)
+                }
+                Body::Plugin(raw) => Body::Text(bound::bound_raw(&raw, &top, limit, hint)),
+                text @ Body::Text(_) => text,
+            };
             Ok(output)
         })
     }

@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::{Command, Invocation, Kind, Output, Spec, bad_result};
+use super::{Body, Command, Invocation, Kind, Output, Spec, bad_result, plugin_value};
 use crate::protocol::{Context, ToolError};
 
 const MAX_WIDTH_LIMIT: u32 = 3840;
@@ -59,19 +59,21 @@ impl Command for Screenshot {
             )));
         }
         let result = cx.call_plugin(&Self::SPEC, &args, Self::SPEC.timeout, None).await?;
-        let raw = RawImage::from_plugin(result)?;
-        // Scaling and PNG encoding take milliseconds of CPU per frame: off the async
-        // workers, so that other callers' calls are not held up behind them.
+        // Decoding (megabytes of pixels), scaling and PNG encoding take milliseconds of
+        // CPU per frame: off the async thread, so that other callers' calls are not held
+        // up behind them.
         let max_width = args.max_width;
         let (width, height, png) = tokio::task::spawn_blocking(move || {
+            let raw = RawImage::from_plugin(plugin_value("screenshot", &result)?)?;
             let (width, height, rgba) = crate::image::fit_width(raw.width, raw.height, raw.rgba, max_width);
-            crate::image::encode_png(width, height, &rgba).map(|png| (width, height, png))
+            crate::image::encode_png(width, height, &rgba)
+                .map(|png| (width, height, png))
+                .map_err(|e| bad_result("screenshot", &format!("PNG encoding failed: {e}")))
         })
         .await
-        .map_err(|e| bad_result("screenshot", &format!("the encoder stopped: {e}")))?
-        .map_err(|e| bad_result("screenshot", &format!("PNG encoding failed: {e}")))?;
+        .map_err(|e| bad_result("screenshot", &format!("the encoder stopped: {e}")))??;
         Ok(Output {
-            json: json!({ "width": width, "height": height }),
+            body: Body::Json(json!({ "width": width, "height": height })),
             image: Some(png),
         })
     }

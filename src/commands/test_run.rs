@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 use super::exec::Runtime;
-use super::{Command, Invocation, Kind, Output, Spec, plugin_json};
+use super::{Command, Invocation, Kind, Output, Spec};
 use crate::protocol::{Context, ToolError};
 
 /// Longest `timeoutMs` accepted (10 minutes).
@@ -101,6 +101,6 @@ impl Command for TestRun {
                 Some(plugin_timeout),
             )
             .await?;
-        Ok(Output::json(plugin_json(result)))
+        Ok(Output::plugin(result))
     }
 }

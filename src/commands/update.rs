@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
 
 use super::reflection::{self, sentence};
-use super::{Command, Invocation, Kind, Output, Spec, plugin_json};
+use super::{Command, Invocation, Kind, Output, Spec};
 use crate::protocol::{Context, ErrorCode, ToolError};
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
@@ -85,7 +85,7 @@ impl Command for Update {
             .call_plugin(&Self::SPEC, &args, Self::SPEC.timeout, None)
             .await
             .map_err(with_suggestion)?;
-        Ok(Output::json(plugin_json(result)))
+        Ok(Output::plugin(result))
     }
 }
 

@@ -7,6 +7,7 @@
 
 mod nesting;
 pub mod policy;
+mod splice;
 
 use std::sync::{Arc, Mutex};
 
@@ -23,9 +24,10 @@ use tokio::sync::mpsc;
 
 use crate::bridge::{Bridge, CallHooks, Progress, Target};
 use crate::commands::sessions::ActivePolicy;
-use crate::commands::{self, DynCommand, InvocationParts, Kind, Limits, Output};
-use crate::protocol::{SERVER_VERSION, ToolError};
+use crate::commands::{self, Body, DynCommand, InvocationParts, Kind, Limits, Output};
+use crate::protocol::{ErrorCode, SERVER_VERSION, ToolError};
 use policy::Policy;
+use splice::Splicer;
 
 const TOOL_PREFIX: &str = "studio_";
 
@@ -40,10 +42,16 @@ pub struct McpServer {
     tools: Arc<Vec<Tool>>,
     policy: Arc<Policy>,
     report: Arc<ActivePolicy>,
+    /// Large results' text, prepared for the writer under the transport.
+    splicer: Arc<Splicer>,
 }
 
 impl McpServer {
     pub fn new(bridge: Bridge, limits: Limits, policy: Policy) -> McpServer {
+        McpServer::with_splicer(bridge, limits, policy, Splicer::new())
+    }
+
+    fn with_splicer(bridge: Bridge, limits: Limits, policy: Policy, splicer: Arc<Splicer>) -> McpServer {
         let tools = commands::ALL
             .iter()
             .filter(|c| policy.lists(**c))
@@ -56,6 +64,7 @@ impl McpServer {
             tools: Arc::new(tools),
             report: Arc::new(policy.report()),
             policy: Arc::new(policy),
+            splicer,
         }
     }
 }
@@ -91,18 +100,40 @@ fn tool_for(command: &dyn DynCommand) -> Tool {
 
 /// The tool result for a command's output: the complete JSON as text (some clients
 /// show the model only the text) and as structured content, plus an image block for
-/// images.
-pub fn success_result(output: Output) -> CallToolResult {
-    // `serde_json::to_string` writes straight into a buffer; `Value::to_string` goes
-    // through `fmt` a fragment at a time, which is several times slower on a large result.
-    let text = serde_json::to_string(&output.json).unwrap_or_default();
+/// images. A large result is spliced in by the writer (see [`splice`]), prepared off the
+/// async thread.
+async fn success_result(output: Output, splicer: &Arc<Splicer>) -> CallToolResult {
+    let (text, structured) = match output.body {
+        Body::Text(text) if text.len() >= splice::SPLICE_MIN_BYTES && output.image.is_none() => {
+            let splicer = Arc::clone(splicer);
+            let prepared = tokio::task::spawn_blocking(move || splicer.result(text)).await;
+            return prepared.unwrap_or_else(|e| {
+                error_result(&ToolError::new(
+                    ErrorCode::PluginError,
+                    format!("The result could not be prepared: {e}"),
+                ))
+            });
+        }
+        Body::Text(text) => {
+            let structured = serde_json::from_str(&text).unwrap_or(Json::Null);
+            (text, structured)
+        }
+        // `serde_json::to_string` writes straight into a buffer; `Value::to_string` goes
+        // through `fmt` a fragment at a time, which is several times slower on a large
+        // result.
+        Body::Json(json) => (serde_json::to_string(&json).unwrap_or_default(), json),
+        body @ Body::Plugin(_) => {
+            let json = Output { body, image: None }.value();
+            (serde_json::to_string(&json).unwrap_or_default(), json)
+        }
+    };
     let mut content = Vec::with_capacity(2);
     if let Some(png) = &output.image {
         content.push(ContentBlock::image(BASE64.encode(png), "image/png"));
     }
     content.push(ContentBlock::text(text));
     let mut result = CallToolResult::success(content);
-    result.structured_content = Some(output.json);
+    result.structured_content = Some(structured);
     result
 }
 
@@ -187,7 +218,7 @@ impl ServerHandler for McpServer {
             policy: Some(Arc::clone(&self.report)),
         };
         let result = match command.invoke(args, parts, self.limits).await {
-            Ok(output) => success_result(output),
+            Ok(output) => success_result(output, &self.splicer).await,
             Err(error) => {
                 tracing::debug!(tool = %request.name, %error, "tool call failed");
                 error_result(&error)
@@ -200,8 +231,10 @@ impl ServerHandler for McpServer {
 /// Serves MCP on stdin/stdout until the client disconnects.
 pub async fn serve_stdio(bridge: Bridge, limits: Limits, policy: Policy) -> anyhow::Result<()> {
     use rmcp::ServiceExt as _;
-    let server = McpServer::new(bridge, limits, policy);
+    let splicer = Splicer::new();
+    let server = McpServer::with_splicer(bridge, limits, policy, Arc::clone(&splicer));
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
+    let stdout = splice::SplicingWriter::new(stdout, splicer);
     let running = server.serve((nesting::NestingGuard::new(stdin), stdout)).await?;
     let reason = running.waiting().await?;
     tracing::info!(?reason, "MCP client disconnected");
@@ -211,7 +244,7 @@ pub async fn serve_stdio(bridge: Bridge, limits: Limits, policy: Policy) -> anyh
 /// The JSON an MCP client sees for a command's outcome; the CLI prints it for `--json`.
 pub fn result_json(outcome: &Result<Output, ToolError>) -> Json {
     match outcome {
-        Ok(output) => output.json.clone(),
+        Ok(output) => output.value(),
         Err(error) => error.to_json(),
     }
 }

@@ -11,10 +11,12 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
+use bytes::Bytes;
 use rmpv::Value as Msgpack;
 use serde::Serialize;
 
 use super::Context;
+use super::raw::{self, RawValue};
 
 /// How a plugin frames its messages; the host answers each plugin in the framing of
 /// its `hello`.
@@ -40,6 +42,10 @@ pub enum FrameError {
     BadField { kind: &'static str, field: &'static str },
     #[error("frame is {size} bytes; the limit is {limit} bytes")]
     TooLarge { size: usize, limit: usize },
+    #[error("frame is not valid msgpack: a length runs past its end")]
+    Truncated,
+    #[error("frame nests arrays and maps too deep")]
+    TooDeep,
 }
 
 /// The first message of every plugin connection.
@@ -83,7 +89,7 @@ pub enum PluginMessage {
     Hello(Hello),
     Response {
         id: u64,
-        outcome: Result<Msgpack, PluginFailure>,
+        outcome: Result<RawValue, PluginFailure>,
     },
     Progress {
         id: u64,
@@ -119,11 +125,7 @@ pub fn decode_frame(payload: &[u8], framing: Framing, limit: usize) -> Result<Ms
     let bytes = match framing {
         Framing::Binary => payload,
         Framing::Base64Text => {
-            // base64 is 4/3 of its content: reject before allocating for the decoded copy.
-            let estimated = payload.len() / 4 * 3;
-            if estimated > limit + 3 {
-                return Err(FrameError::TooLarge { size: estimated, limit });
-            }
+            check_base64_size(payload, limit)?;
             decoded = BASE64.decode(payload)?;
             &decoded[..]
         }
@@ -136,6 +138,16 @@ pub fn decode_frame(payload: &[u8], framing: Framing, limit: usize) -> Result<Ms
     }
     let mut reader = bytes;
     Ok(rmpv::decode::read_value_with_max_depth(&mut reader, MAX_DEPTH)?)
+}
+
+/// base64 is 4/3 of its content: a text frame too large is refused before anything is
+/// allocated for its decoded copy.
+fn check_base64_size(payload: &[u8], limit: usize) -> Result<(), FrameError> {
+    let estimated = payload.len() / 4 * 3;
+    if estimated > limit + 3 {
+        return Err(FrameError::TooLarge { size: estimated, limit });
+    }
+    Ok(())
 }
 
 /// Nesting budget of a frame, in rmpv's units (each array or map level costs two), so
@@ -174,6 +186,34 @@ impl PluginMessage {
             return Err(FrameError::NotAMessage);
         };
         let mut fields = Fields(entries);
+        let result = fields.take("result").map(|result| RawValue::encode(&result));
+        Self::routed(fields, result)
+    }
+
+    /// Decodes one WebSocket message's payload into a message, keeping a response's
+    /// `result` as the bytes it came in (see [`super::raw`]): the hot path.
+    pub fn decode_routed(payload: Bytes, framing: Framing, limit: usize) -> Result<Routed, FrameError> {
+        let frame = match framing {
+            Framing::Binary => payload,
+            Framing::Base64Text => {
+                check_base64_size(&payload, limit)?;
+                Bytes::from(BASE64.decode(&payload)?)
+            }
+        };
+        if frame.len() > limit {
+            return Err(FrameError::TooLarge {
+                size: frame.len(),
+                limit,
+            });
+        }
+        let (fields, result) = raw::split_message(&frame, "result")?;
+        let Msgpack::Map(entries) = fields else {
+            return Err(FrameError::NotAMessage);
+        };
+        Self::routed(Fields(entries), result)
+    }
+
+    fn routed(mut fields: Fields, result: Option<RawValue>) -> Result<Routed, FrameError> {
         let session = match fields.take("session") {
             None | Some(Msgpack::Nil) => None,
             Some(Msgpack::String(s)) => Some(s.into_str().ok_or(FrameError::BadField {
@@ -187,7 +227,7 @@ impl PluginMessage {
                 });
             }
         };
-        let message = Self::parse_fields(&mut fields)?;
+        let message = Self::parse_fields(&mut fields, result)?;
         if matches!(message, PluginMessage::Bye) && session.is_none() {
             return Err(FrameError::BadField {
                 kind: "bye",
@@ -197,7 +237,7 @@ impl PluginMessage {
         Ok(Routed { session, message })
     }
 
-    fn parse_fields(fields: &mut Fields) -> Result<PluginMessage, FrameError> {
+    fn parse_fields(fields: &mut Fields, result: Option<RawValue>) -> Result<PluginMessage, FrameError> {
         let kind = match fields.take("t") {
             Some(Msgpack::String(s)) => s.into_str().ok_or(FrameError::NotAMessage)?,
             _ => return Err(FrameError::NotAMessage),
@@ -209,7 +249,7 @@ impl PluginMessage {
                 let id = fields.uint("response", "id")?;
                 let ok = matches!(fields.take("ok"), Some(Msgpack::Boolean(true)));
                 let outcome = if ok {
-                    Ok(fields.take("result").unwrap_or(Msgpack::Nil))
+                    Ok(result.unwrap_or_else(RawValue::nil))
                 } else {
                     Err(parse_failure(fields.take("error")))
                 };
@@ -530,12 +570,18 @@ mod tests {
             ("ok", true.into()),
             ("result", 5.into()),
         ]);
+        let expected = PluginMessage::Response {
+            id: 7,
+            outcome: Ok(RawValue::encode(&5.into())),
+        };
+        let frame = Bytes::from(bytes_of(&ok));
+        assert_eq!(PluginMessage::parse(ok).unwrap(), expected);
         assert_eq!(
-            PluginMessage::parse(ok).unwrap(),
-            PluginMessage::Response {
-                id: 7,
-                outcome: Ok(5.into())
-            }
+            PluginMessage::decode_routed(frame, Framing::Binary, 1024)
+                .unwrap()
+                .message,
+            expected,
+            "the raw decoder agrees with the tree one"
         );
         let err = map(vec![
             ("t", "response".into()),

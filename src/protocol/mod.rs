@@ -5,6 +5,7 @@
 pub mod error;
 pub mod messages;
 pub mod peer;
+pub mod raw;
 pub mod value;
 
 pub use error::{ErrorCode, ToolError};

@@ -2,10 +2,12 @@
 //! Binary msgpack frames only. Payloads (`args`, `result`) stay msgpack end to end: the
 //! peer converts them to JSON itself, exactly as a host would.
 
+use bytes::Bytes;
 use rmpv::Value as Msgpack;
 use serde::Serialize;
 
 use super::messages::{Fields, FrameError, as_f64, as_u64, into_string};
+use super::raw::{self, RawValue};
 use super::{Context, ErrorCode, Ran, Target, ToolError, value};
 
 /// Peer → host.
@@ -44,7 +46,7 @@ pub enum PeerRequest {
 pub enum HostReply {
     Result {
         id: u64,
-        outcome: Result<Msgpack, ToolError>,
+        outcome: Result<RawValue, ToolError>,
         /// The session that ran the call (absent for `sessions` and `subscribe`).
         ran: Option<Ran>,
     },
@@ -137,13 +139,28 @@ impl HostReply {
             return Err(FrameError::NotAMessage);
         };
         let mut fields = Fields(entries);
+        let result = fields.take("result").map(|result| RawValue::encode(&result));
+        Self::from_fields(fields, result)
+    }
+
+    /// Decodes a frame from the host, keeping a call's `result` as the bytes it came in
+    /// (see [`super::raw`]): a large result crosses to the peer without being decoded.
+    pub fn decode(frame: &Bytes) -> Result<HostReply, FrameError> {
+        let (fields, result) = raw::split_message(frame, "result")?;
+        let Msgpack::Map(entries) = fields else {
+            return Err(FrameError::NotAMessage);
+        };
+        Self::from_fields(Fields(entries), result)
+    }
+
+    fn from_fields(mut fields: Fields, result: Option<RawValue>) -> Result<HostReply, FrameError> {
         let t = kind(&mut fields)?;
         Ok(match t.as_str() {
             "result" => {
                 let id = fields.uint("result", "id")?;
                 let ok = matches!(fields.take("ok"), Some(Msgpack::Boolean(true)));
                 let outcome = if ok {
-                    Ok(fields.take("result").unwrap_or(Msgpack::Nil))
+                    Ok(result.unwrap_or_else(RawValue::nil))
                 } else {
                     Err(error(fields.take("error")))
                 };
@@ -228,8 +245,8 @@ pub enum HostOut<'a> {
     Result {
         id: u64,
         ok: bool,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        result: Option<&'a Msgpack>,
+        /// The `result` is not a field here: [`encode_result`] appends it as the bytes it
+        /// is kept in.
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<&'a ToolError>,
         /// **As built:** where the call ran, for a `call` that reached a session.
@@ -257,6 +274,29 @@ pub enum HostOut<'a> {
 /// Encodes one frame (binary msgpack with named fields).
 pub fn encode<T: Serialize>(message: &T) -> Vec<u8> {
     rmp_serde::to_vec_named(message).unwrap_or_default()
+}
+
+/// Encodes a [`HostOut::Result`] with its `result` appended as raw msgpack: the map
+/// rmp_serde writes (a fixmap: the message has at most six fields) gets one more entry,
+/// so a result of megabytes is copied once, never decoded or re-encoded.
+pub fn encode_result(message: &HostOut<'_>, result: Option<&RawValue>) -> Vec<u8> {
+    let mut bytes = encode(message);
+    let Some(result) = result else {
+        return bytes;
+    };
+    match bytes.first_mut() {
+        Some(header) if *header & 0xf0 == 0x80 && *header & 0x0f < 0x0f => *header += 1,
+        // Unreachable for the messages of this module; say so rather than send garbage.
+        _ => {
+            tracing::error!("a host result could not be encoded");
+            return Vec::new();
+        }
+    }
+    bytes.reserve(7 + result.len());
+    bytes.push(0xa6);
+    bytes.extend_from_slice(b"result");
+    bytes.extend_from_slice(result.as_bytes());
+    bytes
 }
 
 #[cfg(test)]
@@ -300,17 +340,22 @@ mod tests {
 
     #[test]
     fn results_round_trip_with_errors_and_binary() {
-        let payload = Msgpack::Binary(vec![1, 2, 3]);
-        let bytes = encode(&HostOut::Result {
+        let payload = RawValue::encode(&Msgpack::Binary(vec![1, 2, 3]));
+        let message = HostOut::Result {
             id: 1,
             ok: true,
-            result: Some(&payload),
             error: None,
             session_id: Some("S1"),
             context: Some(Context::Server),
-        });
+        };
+        let bytes = encode_result(&message, Some(&payload));
         assert_eq!(
             HostReply::parse(decode(&bytes)).unwrap(),
+            HostReply::decode(&Bytes::from(bytes.clone())).unwrap(),
+            "the tree and the raw decoders agree"
+        );
+        assert_eq!(
+            HostReply::decode(&Bytes::from(bytes)).unwrap(),
             HostReply::Result {
                 id: 1,
                 outcome: Ok(payload),
@@ -325,7 +370,6 @@ mod tests {
         let bytes = encode(&HostOut::Result {
             id: 2,
             ok: false,
-            result: None,
             error: Some(&failure),
             session_id: None,
             context: None,

@@ -379,9 +379,10 @@ impl Terminal {
         args.insert("script".into(), Json::String(chunk.to_owned()));
         args.insert("env".into(), Json::String(attached.env.clone()));
         let outcome = self.invoke(exec, args, attached.target()).await;
-        if let Ok(output) = &outcome
-            && render::failed(&output.json)
-            && let Some(error) = output.json.get("error").and_then(Json::as_str)
+        let value = outcome.as_ref().map(Output::value);
+        if let Ok(value) = &value
+            && render::failed(value)
+            && let Some(error) = value.get("error").and_then(Json::as_str)
             && chunk::is_incomplete(error, chunk)
         {
             return Ran::Incomplete;
@@ -394,14 +395,15 @@ impl Terminal {
     fn show(&mut self, name: &str, outcome: &Result<Output, ToolError>, as_json: bool) {
         match outcome {
             Ok(output) => {
-                if render::failed(&output.json) {
+                let value = output.value();
+                if render::failed(&value) {
                     self.failed = true;
                 }
                 let mut stdout = std::io::stdout().lock();
                 if as_json {
-                    let _ = writeln!(stdout, "{}", output.json);
+                    let _ = writeln!(stdout, "{value}");
                 } else {
-                    let rendered = render::render(name, &output.json, self.out, self.err);
+                    let rendered = render::render(name, &value, self.out, self.err);
                     let _ = write!(stdout, "{}", rendered.stdout);
                     let _ = stdout.flush();
                     eprint!("{}", rendered.stderr);

@@ -10,6 +10,9 @@
 
 use serde_json::{Map, Value as Json};
 
+mod raw;
+pub use raw::{Top, bound_raw};
+
 /// Room kept for the `truncated`/`truncatedHint` fields added after cutting.
 const MARKER_ROOM: usize = 512;
 
@@ -61,10 +64,15 @@ pub fn bound(mut value: Json, limit: usize, hint: &str) -> Json {
     mark(value, size, hint)
 }
 
-fn mark(value: Json, size: usize, hint: &str) -> Json {
+/// What a cut result says about itself in `truncatedHint`.
+fn note(size: usize, hint: &str) -> String {
     // The limit here is the JSON's share of the result bound (see `commands::invoke`), not
     // the `--max-result-kib` a user set, so the note names only the full size.
-    let note = format!("The full result was {size} bytes of JSON, over the result bound, and was cut. {hint}");
+    format!("The full result was {size} bytes of JSON, over the result bound, and was cut. {hint}")
+}
+
+fn mark(value: Json, size: usize, hint: &str) -> Json {
+    let note = note(size, hint);
     match value {
         Json::Object(mut object) => {
             object.insert("truncated".into(), Json::Bool(true));

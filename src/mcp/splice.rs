@@ -1,0 +1,224 @@
+//! Large results spliced into the JSON-RPC line as text already written.
+//!
+//! rmcp serializes every message it sends, so a tool result would have to be a tree of
+//! JSON (`structuredContent`) plus its text: for a 10 MB result, building that tree,
+//! serializing it and freeing it is most of the time the call takes, and it runs on the
+//! async thread. Instead a large result goes to rmcp as two short placeholder strings,
+//! and the writer under rmcp's transport ([`SplicingWriter`]) puts in their place the
+//! bytes prepared for them off the async thread: the result's JSON text as
+//! `structuredContent`, and the same text as a JSON string for the text block.
+//!
+//! A placeholder is `"\u0001studio-bridge:<nonce>:<n><t|s>"`, with a random nonce per
+//! process: a tool result that happens to contain such a string (an `exec` return) cannot
+//! name a prepared part, and one that does not name a prepared part is written as it is.
+
+use std::collections::HashMap;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use memchr::memmem;
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::Value as Json;
+use tokio::io::AsyncWrite;
+
+/// Results at least this large are spliced; smaller ones go through rmcp as a tree.
+pub const SPLICE_MIN_BYTES: usize = 64 * 1024;
+
+/// A prepared part nobody wrote within this time (its call was cancelled and the
+/// answer never sent) is dropped when the next one is prepared.
+const STALE_AFTER: Duration = Duration::from_secs(600);
+
+/// The parts prepared for results on their way out, by placeholder.
+pub struct Splicer {
+    /// `"\u0001studio-bridge:<nonce>:` as serde_json writes it: what the writer looks for.
+    marker: Vec<u8>,
+    nonce: String,
+    next: AtomicU64,
+    parts: Mutex<HashMap<String, (Instant, Vec<u8>)>>,
+}
+
+impl Splicer {
+    pub fn new() -> Arc<Splicer> {
+        let nonce = uuid::Uuid::new_v4().simple().to_string();
+        Arc::new(Splicer {
+            marker: format!("\"\\u0001studio-bridge:{nonce}:").into_bytes(),
+            nonce,
+            next: AtomicU64::new(1),
+            parts: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The tool result for `text` (compact JSON of an object): its text block and
+    /// `structuredContent` are placeholders the writer fills in. Escaping the text runs
+    /// here, so call this off the async thread for a large result.
+    pub fn result(&self, text: String) -> CallToolResult {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let text_key = format!("\u{1}studio-bridge:{}:{n}t", self.nonce);
+        let structured_key = format!("\u{1}studio-bridge:{}:{n}s", self.nonce);
+        // A JSON string of the text, quotes included: what `"text": …` holds.
+        let quoted = serde_json::to_vec(&text).unwrap_or_default();
+        {
+            let now = Instant::now();
+            let mut parts = self.parts.lock().unwrap_or_else(|p| p.into_inner());
+            parts.retain(|_, (made, _)| now.duration_since(*made) < STALE_AFTER);
+            parts.insert(text_key.clone(), (now, quoted));
+            parts.insert(structured_key.clone(), (now, text.into_bytes()));
+        }
+        let mut result = CallToolResult::success(vec![ContentBlock::text(text_key)]);
+        result.structured_content = Some(Json::String(structured_key));
+        result
+    }
+
+    fn take(&self, key: &str) -> Option<Vec<u8>> {
+        let mut parts = self.parts.lock().unwrap_or_else(|p| p.into_inner());
+        parts.remove(key).map(|(_, bytes)| bytes)
+    }
+
+    /// Where a placeholder starts in `buf`, if one does.
+    fn find(&self, buf: &[u8]) -> Option<usize> {
+        memmem::find(buf, &self.marker)
+    }
+
+    /// The prepared part for the placeholder at the start of `buf`, and the
+    /// placeholder's length with its quotes.
+    fn part_at(&self, buf: &[u8]) -> Option<(Vec<u8>, usize)> {
+        let rest = buf.get(self.marker.len()..)?;
+        let close = memchr::memchr(b'"', rest)?;
+        let suffix = std::str::from_utf8(&rest[..close]).ok()?;
+        let key = format!("\u{1}studio-bridge:{}:{suffix}", self.nonce);
+        let part = self.take(&key)?;
+        Some((part, self.marker.len() + close + 1))
+    }
+}
+
+/// An `AsyncWrite` that writes what it is given, with each placeholder replaced by its
+/// prepared part.
+pub struct SplicingWriter<W> {
+    inner: W,
+    splicer: Arc<Splicer>,
+    /// A part being written: its bytes, how many are written, and the length of the
+    /// placeholder it replaces (reported as written once the part is).
+    active: Option<(Vec<u8>, usize, usize)>,
+}
+
+impl<W> SplicingWriter<W> {
+    pub fn new(inner: W, splicer: Arc<Splicer>) -> SplicingWriter<W> {
+        SplicingWriter {
+            inner,
+            splicer,
+            active: None,
+        }
+    }
+}
+
+impl<W: AsyncWrite + Unpin> AsyncWrite for SplicingWriter<W> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        let this = &mut *self;
+        loop {
+            if let Some((part, written, replaces)) = &mut this.active {
+                while *written < part.len() {
+                    match Pin::new(&mut this.inner).poll_write(cx, &part[*written..]) {
+                        Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                        Poll::Ready(Ok(n)) => *written += n,
+                        other => return other,
+                    }
+                }
+                let replaced = *replaces;
+                this.active = None;
+                return Poll::Ready(Ok(replaced));
+            }
+            match this.splicer.find(buf) {
+                None => return Pin::new(&mut this.inner).poll_write(cx, buf),
+                Some(0) => match this.splicer.part_at(buf) {
+                    Some((part, replaces)) => this.active = Some((part, 0, replaces)),
+                    // Not a placeholder of ours after all: its first byte goes as it is.
+                    None => return Pin::new(&mut this.inner).poll_write(cx, &buf[..1]),
+                },
+                Some(at) => return Pin::new(&mut this.inner).poll_write(cx, &buf[..at]),
+            }
+        }
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncWriteExt;
+
+    /// A sink that takes at most `chunk` bytes a call, to split every write.
+    struct Trickle {
+        out: Vec<u8>,
+        chunk: usize,
+    }
+
+    impl AsyncWrite for Trickle {
+        fn poll_write(mut self: Pin<&mut Self>, _: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+            let n = buf.len().min(self.chunk);
+            self.out.extend_from_slice(&buf[..n]);
+            Poll::Ready(Ok(n))
+        }
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_spliced_result_is_the_line_rmcp_would_have_written() {
+        let text =
+            serde_json::json!({"a": "quote \" and \\ and \n", "b": [1, 2.5, null], "sessionId": "S"}).to_string();
+        let splicer = Splicer::new();
+        let spliced = splicer.result(text.clone());
+        let mut plain = CallToolResult::success(vec![ContentBlock::text(text.clone())]);
+        plain.structured_content = Some(serde_json::from_str(&text).unwrap());
+        for chunk in [1, 7, 4096] {
+            let spliced = if chunk == 1 {
+                spliced.clone()
+            } else {
+                splicer.result(text.clone())
+            };
+            let mut writer = SplicingWriter::new(Trickle { out: Vec::new(), chunk }, Arc::clone(&splicer));
+            let mut line = serde_json::to_vec(&spliced).unwrap();
+            // Something before and after, and a string that only looks like a placeholder.
+            line.splice(0..0, br#"{"x":"\u0001studio-bridge:"}"#.iter().copied());
+            writer.write_all(&line).await.unwrap();
+            let out = String::from_utf8(writer.inner.out).unwrap();
+            let expected = format!(
+                r#"{{"x":"\u0001studio-bridge:"}}{}"#,
+                serde_json::to_string(&plain).unwrap()
+            );
+            assert_eq!(out, expected, "chunk {chunk}");
+        }
+        assert!(splicer.parts.lock().unwrap().is_empty(), "written parts are dropped");
+    }
+
+    #[tokio::test]
+    async fn a_placeholder_with_the_wrong_nonce_is_written_as_it_is() {
+        let splicer = Splicer::new();
+        let other = Splicer::new();
+        let foreign = serde_json::to_vec(&other.result("{}".into())).unwrap();
+        let mut writer = SplicingWriter::new(
+            Trickle {
+                out: Vec::new(),
+                chunk: 3,
+            },
+            splicer,
+        );
+        writer.write_all(&foreign).await.unwrap();
+        assert_eq!(writer.inner.out, foreign);
+    }
+}
