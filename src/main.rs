@@ -27,7 +27,17 @@ fn main() -> ExitCode {
     );
     let options = HostOptions::from_matches(sub);
 
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    // One thread runs everything async: a call crosses no thread on its way through the
+    // host (a hand-off between worker threads costs more than the rest of a small call),
+    // and what takes milliseconds of CPU (decoding and converting large results, PNG
+    // encoding) runs on the blocking pool instead, so it holds up no other call. The
+    // terminal keeps worker threads: its line editor blocks in `block_in_place`.
+    let mut builder = if name == "terminal" {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("error: cannot start the async runtime: {error}");
