@@ -1,4 +1,4 @@
-//! The end-to-end benchmark of TESTING.md (Benchmark), B1–B9.
+//! The end-to-end benchmark of TESTING.md (Benchmark), B1–B10 (B10: issue #14).
 //!
 //! `cargo bench --bench bridge` spawns the release binary as `studio-bridge mcp --port P`,
 //! connects in-process fake plugins (tests/support/fake_plugin.rs) that answer at once,
@@ -83,6 +83,9 @@ async fn main() -> anyhow::Result<()> {
     }
     if wants("B6") || wants("B7") {
         peers(&plan, &mut report, wants("B6"), wants("B7")).await?;
+    }
+    if wants("B10") {
+        b10(&plan, &mut report).await?;
     }
     if wants("B8") {
         b8(&plan, &mut report).await;
@@ -236,7 +239,15 @@ async fn b1(plan: &Plan, report: &mut Report) -> anyhow::Result<()> {
 /// Runs `plan.runs` runs of `plan.b1_calls` sequential exec calls (after a warm-up);
 /// returns each run's p50, p99 and max in µs.
 async fn sequential_exec(peer: &Peer<RoleClient>, plan: &Plan) -> anyhow::Result<(Vec<f64>, Vec<f64>, Vec<f64>)> {
-    let call = exec_call(None);
+    sequential_exec_on(peer, plan, None).await
+}
+
+async fn sequential_exec_on(
+    peer: &Peer<RoleClient>,
+    plan: &Plan,
+    session: Option<&str>,
+) -> anyhow::Result<(Vec<f64>, Vec<f64>, Vec<f64>)> {
+    let call = exec_call(session);
     for _ in 0..200 {
         ok(peer.call_tool(call.clone()).await?)?;
     }
@@ -396,6 +407,83 @@ async fn b3(plan: &Plan, report: &mut Report) -> anyhow::Result<()> {
         drop(plugin);
         server.stop().await;
     }
+    Ok(())
+}
+
+/// B10: B1 on a quiet session while B3-sized results run on another, without pause:
+/// the quiet caller's latency must not wait behind the megabytes. The load comes from a
+/// second agent (a peer process, whose own stdout carries its results), querying
+/// another Studio through the same host, so the host decodes, routes and forwards 10 MB
+/// frames while it serves the quiet calls.
+async fn b10(plan: &Plan, report: &mut Report) -> anyhow::Result<()> {
+    eprintln!("B10: exec round trips on one session while 10 MB query results run on another");
+    let port = free_port();
+    let host = Server::spawn("b10-host", port, &[], true).await?;
+    let quiet = fast_plugin(port, Identity::edit("B10-quiet"), exec_handler()).await;
+    let result = Arc::new(query_result());
+    let raw = Arc::clone(&result);
+    let loaded = fast_plugin(
+        port,
+        Identity::edit("B10-load"),
+        handler(move |_, _| Reply::Raw(Arc::clone(&raw))),
+    )
+    .await;
+    let agent = Server::spawn("b10-peer", port, &[], false).await?;
+    let call = CallToolRequestParams::new("studio_query").with_arguments(object(json!({
+        "path": "game.Workspace", "depth": 2, "properties": ["Anchored"], "sessionId": loaded.session_id()
+    })));
+    let stop = tokio_util::sync::CancellationToken::new();
+    let load = {
+        let peer = agent.client.peer().clone();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let mut results = 0usize;
+            while !stop.is_cancelled() {
+                let text = ok(peer.call_tool(call.clone()).await?)?;
+                check_query(&text, true)?;
+                results += 1;
+            }
+            anyhow::Ok(results)
+        })
+    };
+    let started = Instant::now();
+    let measured = sequential_exec_on(host.client.peer(), plan, Some(quiet.session_id())).await;
+    let elapsed = started.elapsed();
+    stop.cancel();
+    let results = load.await??;
+    let (p50, p99, max) = measured?;
+    if results == 0 {
+        bail!("B10: no query result completed during the measurement");
+    }
+    report.row(
+        "B10",
+        "exec round trip p50 under that load",
+        p50,
+        Unit::Micros,
+        Target::None,
+    );
+    report.row(
+        "B10",
+        "exec round trip p99 under that load",
+        p99,
+        Unit::Micros,
+        Target::AtMost(2000.0),
+    );
+    report.row(
+        "B10",
+        "exec round trip max under that load",
+        max,
+        Unit::Micros,
+        Target::None,
+    );
+    report.note(format!(
+        "B10: {results} query results of {} bytes of msgpack went through the host while the exec calls ran ({:.1} s).",
+        result.len(),
+        elapsed.as_secs_f64()
+    ));
+    agent.stop().await;
+    drop((quiet, loaded));
+    host.stop().await;
     Ok(())
 }
 
