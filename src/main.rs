@@ -80,6 +80,7 @@ fn main() -> ExitCode {
                 sub.get_flag("rotate-secret"),
             )),
             "completions" => cli::print_completions(sub),
+            "doctor" => cli::doctor::run(sub, &options).await,
             "terminal" => terminal::run(sub, options.bridge_options(Mode::Auto), options.limits()).await,
             command => cli::run_command(command, sub, &options).await,
         }

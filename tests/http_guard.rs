@@ -49,9 +49,9 @@ const UPGRADE: [&str; 4] = [
 ];
 
 #[tokio::test]
-async fn health_answers_with_service_version_and_protocol() {
+async fn health_answers_with_service_version_protocol_and_the_host_pid() {
     let port = free_port();
-    let _mcp = Mcp::spawn(port, &[]).await;
+    let mcp = Mcp::spawn(port, &[]).await;
     let host = format!("Host: 127.0.0.1:{port}");
     let (status, body) = tokio::task::spawn_blocking(move || raw_request(port, &[&host], "/v1/health"))
         .await
@@ -61,6 +61,7 @@ async fn health_answers_with_service_version_and_protocol() {
     assert_eq!(health["service"], "studio-bridge");
     assert_eq!(health["protocol"], 1);
     assert_eq!(health["sessions"], 0);
+    assert_eq!(health["pid"], mcp.pid, "the pid of the process hosting the bridge");
 }
 
 #[tokio::test]

@@ -177,6 +177,9 @@ async fn health(State(state): State<AppState>) -> impl IntoResponse {
         "version": SERVER_VERSION,
         "protocol": PROTOCOL_VERSION,
         "sessions": state.registry.session_count(),
+        // Which process to stop or restart (`doctor` names it); no secret, and any local
+        // user can learn it from the process table anyway.
+        "pid": std::process::id(),
     }))
 }
 

@@ -428,7 +428,7 @@ async fn join(
 
 fn foreign(port: u16, owner: Owner) -> StartError {
     match owner {
-        Owner::IncompatibleBridge { version, protocol } => StartError::Incompatible {
+        Owner::IncompatibleBridge { version, protocol, .. } => StartError::Incompatible {
             port,
             version,
             protocol,
@@ -439,7 +439,7 @@ fn foreign(port: u16, owner: Owner) -> StartError {
             port,
             found: "it refused connections".into(),
         },
-        Owner::Bridge { version } => StartError::Foreign {
+        Owner::Bridge { version, .. } => StartError::Foreign {
             port,
             found: format!("studio-bridge {version}"),
         },

@@ -14,10 +14,15 @@ use crate::protocol::PROTOCOL_VERSION;
 /// What answered on the port.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Owner {
-    /// A compatible studio-bridge host.
-    Bridge { version: String },
-    /// A studio-bridge speaking another protocol version.
-    IncompatibleBridge { version: String, protocol: u64 },
+    /// A compatible studio-bridge host, and its process id (absent from hosts built before
+    /// `/v1/health` carried it).
+    Bridge { version: String, pid: Option<u32> },
+    /// A studio-bridge speaking another protocol version, and its process id if it says.
+    IncompatibleBridge {
+        version: String,
+        protocol: u64,
+        pid: Option<u32>,
+    },
     /// Something else: what it said, for the error message.
     Other(String),
     /// Nothing accepted the connection (the owner just went away).
@@ -65,11 +70,13 @@ async fn health(port: u16) -> Owner {
         return Owner::Other(format!("HTTP {status}: {health}"));
     }
     let version = health["version"].as_str().unwrap_or("unknown").to_owned();
+    let pid = health["pid"].as_u64().and_then(|pid| u32::try_from(pid).ok());
     match health["protocol"].as_u64() {
-        Some(PROTOCOL_VERSION) => Owner::Bridge { version },
+        Some(PROTOCOL_VERSION) => Owner::Bridge { version, pid },
         protocol => Owner::IncompatibleBridge {
             version,
             protocol: protocol.unwrap_or(0),
+            pid,
         },
     }
 }

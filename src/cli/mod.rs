@@ -1,6 +1,8 @@
 //! The command line: `studio-bridge <command> [args]` for every command of the table,
 //! built from each command's input schema (so nothing here knows a command by name),
-//! plus the host-side commands `mcp` and `serve`.
+//! plus the host-side commands `mcp` and `serve`, and `doctor`.
+
+pub mod doctor;
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -178,6 +180,23 @@ pub fn command() -> clap::Command {
                         .long("rotate-secret")
                         .action(ArgAction::SetTrue)
                         .help("Make a new pairing secret first: plugins installed before are refused"),
+                ),
+        )
+        .subcommand(
+            clap::Command::new("doctor")
+                .about("Check the bridge port, token, pairing secret, installed plugin and sessions; print the fix for each problem (exit 1 if any)")
+                .arg(
+                    Arg::new("json")
+                        .long("json")
+                        .action(ArgAction::SetTrue)
+                        .help("Print one JSON object: ok, and checks (name, status, ok, detail, fix)"),
+                )
+                .arg(
+                    Arg::new("plugin")
+                        .long("plugin")
+                        .value_name("PATH")
+                        .value_parser(clap::value_parser!(PathBuf))
+                        .help("Check the plugin installed here (what install-plugin --out was given) instead of Studio's plugins folder"),
                 ),
         )
         .subcommand(
