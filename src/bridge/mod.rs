@@ -14,6 +14,7 @@
 pub mod budget;
 pub mod connection;
 pub mod host;
+pub mod liveness;
 pub mod origin;
 pub mod pairing;
 pub mod peer;
