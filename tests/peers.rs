@@ -1,16 +1,20 @@
 //! The peer link under faults (issue #16, Peers): a half-open link is noticed by pings on
-//! both ends. Real `studio-bridge` processes, stopped and killed with signals; fake
-//! plugins.
+//! both ends, and a `logs --follow` subscription outlives the host it started on. Real
+//! `studio-bridge` processes, stopped and killed with signals; fake plugins.
 
 mod support;
 
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
+use rmpv::Value;
 use serde_json::json;
 use support::fake_plugin::{FakePlugin, Identity, Reply, handler, studio_like, value_map};
 use support::free_port;
-use support::mcp_client::{Mcp, error_of};
+use support::mcp_client::{Mcp, binary, error_of};
+use tokio::io::{AsyncBufReadExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdout};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
@@ -146,4 +150,188 @@ async fn a_host_drops_a_peer_that_stops_answering_pings_and_cancels_its_calls() 
     .await
     .expect("the host closed the silent peer's socket");
     assert!(ended.is_none() || matches!(ended, Some(Message::Close(_))), "{ended:?}");
+}
+
+fn empty_logs() -> support::fake_plugin::Handler {
+    handler(|action, args| match action {
+        "logs" => Reply::Ok(value_map(vec![
+            ("entries", Value::Array(vec![])),
+            ("total", 0.into()),
+            ("bufferCapacity", 10000.into()),
+            ("nextSince", 0.into()),
+        ])),
+        _ => studio_like()(action, args),
+    })
+}
+
+fn log_line(seq: u64, body: &str) -> Value {
+    value_map(vec![
+        ("seq", seq.into()),
+        ("level", "Print".into()),
+        ("body", body.into()),
+        ("timestamp", 0.into()),
+    ])
+}
+
+/// `studio-bridge logs --follow --json` on `port`, and its stdout's lines.
+async fn follower(port: u16, plugin: &FakePlugin) -> (Child, Lines<BufReader<ChildStdout>>) {
+    let mut child = tokio::process::Command::new(binary())
+        .args([
+            "logs",
+            "--allow-unpaired",
+            "--port",
+            &port.to_string(),
+            "--follow",
+            "--json",
+        ])
+        .env("STUDIO_BRIDGE_CONFIG_DIR", support::mcp_client::empty_config_dir())
+        .env("STUDIO_BRIDGE_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    plugin
+        .wait("the follower's logs call", Duration::from_secs(20), |log| {
+            log.requests.iter().any(|r| r.action == "logs")
+        })
+        .await;
+    // First the `logs` result, then the stream.
+    let first = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+        .await
+        .expect("the logs result")
+        .unwrap()
+        .expect("a line");
+    let result: serde_json::Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(result["entries"], json!([]), "{result}");
+    (child, lines)
+}
+
+/// Sends `body #n` log events until the follower prints one; returns the lines it printed
+/// up to and including it, parsed.
+async fn stream_until_seen(
+    plugin: &FakePlugin,
+    lines: &mut Lines<BufReader<ChildStdout>>,
+    body: &str,
+) -> Vec<serde_json::Value> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let mut printed = Vec::new();
+    let mut seq = 0;
+    loop {
+        seq += 1;
+        plugin.send_event("log", log_line(seq, &format!("{body} #{seq}")));
+        match tokio::time::timeout(Duration::from_millis(300), lines.next_line()).await {
+            Ok(Ok(Some(line))) => {
+                let parsed: serde_json::Value = serde_json::from_str(&line).expect("a JSON line");
+                let done = parsed["data"]["body"].as_str().is_some_and(|b| b.starts_with(body));
+                printed.push(parsed);
+                if done {
+                    return printed;
+                }
+            }
+            Err(_) => {}
+            Ok(other) => panic!("the follower ended: {other:?}"),
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no `{body}` line reached the follower"
+        );
+    }
+}
+
+/// After `stream_until_seen`, every event the plugin sends reaches the follower, in order.
+async fn all_of_a_burst_arrive_in_order(plugin: &FakePlugin, lines: &mut Lines<BufReader<ChildStdout>>) {
+    for n in 1..=5 {
+        plugin.send_event("log", log_line(1000 + n, &format!("final {n}")));
+    }
+    let mut bodies = Vec::new();
+    while bodies.len() < 5 {
+        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("the burst reached the follower")
+            .unwrap()
+            .expect("the follower keeps running");
+        let parsed: serde_json::Value = serde_json::from_str(&line).unwrap();
+        let body = parsed["data"]["body"].as_str().unwrap_or_default().to_owned();
+        if body.starts_with("final") {
+            bodies.push(body);
+        }
+    }
+    assert_eq!(bodies, ["final 1", "final 2", "final 3", "final 4", "final 5"]);
+}
+
+/// The lines printed across a failover: no gap notice before it, exactly one after, and
+/// it comes before the first event through the new host.
+fn assert_one_gap_notice_first(printed: &[serde_json::Value]) {
+    let gaps: Vec<usize> = printed
+        .iter()
+        .enumerate()
+        .filter(|(_, line)| line["event"] == "gap")
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(gaps.len(), 1, "one gap notice per failover: {printed:#?}");
+    let first_after = printed
+        .iter()
+        .position(|line| line["data"]["body"].as_str().is_some_and(|b| b.starts_with("after")))
+        .expect("an event through the new host");
+    assert!(gaps[0] < first_after, "{printed:#?}");
+    assert!(
+        printed[gaps[0]]["data"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("may be missing")),
+        "{printed:#?}"
+    );
+}
+
+#[tokio::test]
+async fn logs_follow_continues_after_its_host_is_killed_on_the_follower_promoted_to_host() {
+    let port = free_port();
+    let host = Mcp::spawn(port, &[]).await;
+    let plugin = FakePlugin::connect(port, Identity::edit("A"), empty_logs()).await;
+    let (mut child, mut lines) = follower(port, &plugin).await;
+    let before = stream_until_seen(&plugin, &mut lines, "before").await;
+    assert!(before.iter().all(|line| line["event"] == "log"), "{before:#?}");
+
+    // The follower is the only other studio-bridge: it becomes the host.
+    signal(host.pid, "KILL");
+    plugin
+        .wait("the plugin's reconnect", Duration::from_secs(30), |log| {
+            log.welcomes >= 2
+        })
+        .await;
+    let after = stream_until_seen(&plugin, &mut lines, "after").await;
+    assert_one_gap_notice_first(&after);
+    all_of_a_burst_arrive_in_order(&plugin, &mut lines).await;
+    let _ = child.kill().await;
+}
+
+#[tokio::test]
+async fn logs_follow_resubscribes_through_a_new_host_as_a_peer() {
+    let port = free_port();
+    let host = Mcp::spawn(port, &[]).await;
+    let plugin = FakePlugin::connect(port, Identity::edit("A"), empty_logs()).await;
+    let (mut child, mut lines) = follower(port, &plugin).await;
+    stream_until_seen(&plugin, &mut lines, "before").await;
+
+    // The follower is held still while its host dies and another process takes the
+    // port, so that it comes back as that host's peer rather than racing for the port.
+    let follower_pid = child.id().expect("the follower's pid");
+    signal(follower_pid, "STOP");
+    signal(host.pid, "KILL");
+    let successor = Mcp::spawn(port, &[]).await;
+    plugin
+        .wait("the plugin's reconnect", Duration::from_secs(30), |log| {
+            log.welcomes >= 2
+        })
+        .await;
+    signal(follower_pid, "CONT");
+
+    let after = stream_until_seen(&plugin, &mut lines, "after").await;
+    assert_one_gap_notice_first(&after);
+    all_of_a_burst_arrive_in_order(&plugin, &mut lines).await;
+    // The successor is still the host: the follower went through it as a peer.
+    let sessions = successor.ok("studio_sessions", json!({})).await;
+    assert_eq!(sessions["sessions"][0]["sessionId"], "A-edit");
+    let _ = child.kill().await;
 }
