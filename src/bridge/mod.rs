@@ -550,31 +550,3 @@ fn foreign(port: u16, owner: Owner) -> StartError {
 fn port_of(addr: &str) -> Option<u16> {
     addr.rsplit_once(':').and_then(|(_, port)| port.parse().ok())
 }
-
-#[cfg(test)]
-mod floors {
-    /// The floors (main → cli / mcp / terminal → commands → bridge → protocol): nothing in
-    /// the bridge or the wire format reaches up into the command table or an adapter.
-    #[test]
-    fn bridge_and_protocol_never_reach_up() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-        let mut offences = Vec::new();
-        // Spelled from parts, so that this test's own text is not an offence.
-        for (dir, above) in [
-            ("bridge", &["commands", "cli", "mcp"][..]),
-            ("protocol", &["commands", "cli", "mcp", "bridge"][..]),
-        ] {
-            let forbidden: Vec<String> = above.iter().map(|m| format!("crate{}{m}", "::")).collect();
-            for entry in std::fs::read_dir(root.join(dir)).expect("source folder") {
-                let path = entry.expect("entry").path();
-                let text = std::fs::read_to_string(&path).expect("source file");
-                for word in &forbidden {
-                    if text.contains(word.as_str()) {
-                        offences.push(format!("{} uses {word}", path.display()));
-                    }
-                }
-            }
-        }
-        assert!(offences.is_empty(), "{offences:#?}");
-    }
-}
