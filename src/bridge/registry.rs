@@ -55,6 +55,8 @@ pub enum Outbound {
     Frame(Frame),
     /// Close the WebSocket with this code and reason, then stop.
     Close(u16, &'static str),
+    /// A WebSocket Ping (the peer link's liveness check, see `liveness.rs`).
+    Ping,
 }
 
 /// One live plugin connection: where to send frames and who waits for answers.

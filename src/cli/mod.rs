@@ -359,6 +359,12 @@ pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions
                 _ = tokio::signal::ctrl_c() => None,
             };
             let Some(event) = event else { break };
+            if event.event == bridge::GAP_EVENT && !as_json {
+                // Said once per failover; stdout keeps to Studio's own lines.
+                let message = event.data["message"].as_str().unwrap_or_default();
+                eprintln!("{}", err_style.dim(message));
+                continue;
+            }
             let line = if as_json {
                 serde_json::json!({ "sessionId": event.session_id, "event": event.event, "data": event.data })
                     .to_string()

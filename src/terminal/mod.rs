@@ -531,7 +531,12 @@ impl Terminal {
                 let style = self.out;
                 self.follow = Some(tokio::spawn(async move {
                     while let Some(event) = events.recv().await {
-                        printer.line(render::event_line(&event.data, style));
+                        if event.event == bridge::GAP_EVENT {
+                            let message = event.data["message"].as_str().unwrap_or_default();
+                            printer.line(style.dim(message));
+                        } else {
+                            printer.line(render::event_line(&event.data, style));
+                        }
                     }
                 }));
             }

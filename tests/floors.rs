@@ -1,0 +1,99 @@
+//! The floors (main → cli / mcp / terminal → commands → bridge → protocol, ARCHITECTURE.md):
+//! nothing in the bridge or the wire format reaches up into the command table or an
+//! adapter, and the wire format does not reach into the bridge. Read from the source, so
+//! an arrow back up fails here before it can grow into a cycle.
+
+use std::path::{Path, PathBuf};
+
+/// Every `.rs` file under `dir`, subfolders included.
+fn sources(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("source folder") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            found.extend(sources(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            found.push(path);
+        }
+    }
+    found
+}
+
+/// The top-level modules a file names through a path from the crate root:
+/// `crate::x`, `crate::{x, y::z}`, and `super::x` from a folder's `mod.rs` (or
+/// `super::super::x` from a file beside it), whose `super` is the crate root.
+fn root_modules_named(text: &str, is_folder_root: bool) -> Vec<String> {
+    let prefixes: &[&str] = if is_folder_root {
+        &["crate::", "super::"]
+    } else {
+        &["crate::", "super::super::"]
+    };
+    let mut names = Vec::new();
+    for prefix in prefixes {
+        for (at, _) in text.match_indices(prefix) {
+            // `super::super::x` also contains `super::x`; only whole prefixes count.
+            let before = &text[..at];
+            if *prefix == "super::" && before.ends_with("super::") {
+                continue;
+            }
+            let rest = &text[at + prefix.len()..];
+            let group = if let Some(inner) = rest.strip_prefix('{') {
+                inner.split('}').next().unwrap_or_default()
+            } else {
+                rest
+            };
+            for item in group.split(',') {
+                let name: String = item
+                    .trim_start()
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if !name.is_empty() {
+                    names.push(name);
+                }
+                if !rest.starts_with('{') {
+                    break;
+                }
+            }
+        }
+    }
+    names
+}
+
+fn offences(src: &Path) -> Vec<String> {
+    let adapters = ["commands", "cli", "mcp", "terminal", "human"];
+    let mut offences = Vec::new();
+    for (dir, above) in [
+        ("bridge", adapters.to_vec()),
+        ("protocol", [&adapters[..], &["bridge"]].concat()),
+    ] {
+        for path in sources(&src.join(dir)) {
+            let text = std::fs::read_to_string(&path).expect("source file");
+            let is_folder_root = path.file_name().is_some_and(|n| n == "mod.rs");
+            for name in root_modules_named(&text, is_folder_root) {
+                if above.contains(&name.as_str()) {
+                    offences.push(format!("{} reaches up into crate::{name}", path.display()));
+                }
+            }
+        }
+    }
+    offences
+}
+
+#[test]
+fn bridge_and_protocol_never_reach_up() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let offences = offences(&src);
+    assert!(offences.is_empty(), "{offences:#?}");
+}
+
+#[test]
+fn every_spelling_of_an_arrow_back_up_is_caught() {
+    let names = |text: &str, root: bool| root_modules_named(text, root);
+    assert_eq!(names("use crate::commands::find;", false), ["commands"]);
+    assert_eq!(names("use crate::{protocol::Ran, mcp};", false), ["protocol", "mcp"]);
+    assert_eq!(names("let c = crate::human::render::x();", false), ["human"]);
+    assert_eq!(names("use super::super::cli;", false), ["cli"]);
+    assert_eq!(names("use super::registry;", false), Vec::<String>::new());
+    assert_eq!(names("use super::terminal;", true), ["terminal"]);
+}
