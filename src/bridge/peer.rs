@@ -176,11 +176,9 @@ impl PeerLink {
     }
 
     fn dispatch(&self, bytes: &[u8]) {
-        let Ok(value) = rmpv::decode::read_value(&mut &bytes[..]) else {
-            tracing::warn!("rejected a malformed frame from the bridge host");
-            return;
-        };
-        match HostReply::parse(value) {
+        // The socket already caps the message size (see `connect`); the nesting limit is
+        // the one every inbound frame gets.
+        match HostReply::decode(bytes, usize::MAX) {
             Ok(HostReply::Result { id, outcome, ran }) => {
                 if let Some(pending) = lock(&self.pending).remove(&id) {
                     let _ = pending.reply.send(outcome.map(|value| Reply { value, ran }));

@@ -5,7 +5,7 @@
 use rmpv::Value as Msgpack;
 use serde::Serialize;
 
-use super::messages::{Fields, FrameError, as_f64, as_u64, into_string};
+use super::messages::{Fields, FrameError, Framing, as_f64, as_u64, decode_frame, into_string};
 use super::{Context, ErrorCode, Ran, Target, ToolError, value};
 
 /// Peer → host.
@@ -83,6 +83,12 @@ fn target(value: Option<Msgpack>) -> Target {
 }
 
 impl PeerRequest {
+    /// Decodes one binary frame from a peer (within `limit` bytes and the nesting limit of
+    /// [`decode_frame`]) and takes it apart.
+    pub fn decode(frame: &[u8], limit: usize) -> Result<PeerRequest, FrameError> {
+        decode_frame(frame, Framing::Binary, limit).and_then(PeerRequest::parse)
+    }
+
     pub fn parse(value: Msgpack) -> Result<PeerRequest, FrameError> {
         let Msgpack::Map(entries) = value else {
             return Err(FrameError::NotAMessage);
@@ -132,6 +138,13 @@ impl PeerRequest {
 }
 
 impl HostReply {
+    /// Decodes one binary frame from the host, as [`PeerRequest::decode`] does the other
+    /// way: the same size and nesting limits, so a hostile host cannot overflow a peer's
+    /// stack either.
+    pub fn decode(frame: &[u8], limit: usize) -> Result<HostReply, FrameError> {
+        decode_frame(frame, Framing::Binary, limit).and_then(HostReply::parse)
+    }
+
     pub fn parse(value: Msgpack) -> Result<HostReply, FrameError> {
         let Msgpack::Map(entries) = value else {
             return Err(FrameError::NotAMessage);
