@@ -149,7 +149,7 @@ impl PeerLink {
                 };
                 silence.heard(tokio::time::Instant::now());
                 match message {
-                    Some(Ok(Message::Binary(bytes))) => reader.dispatch(&bytes),
+                    Some(Ok(Message::Binary(bytes))) => reader.dispatch(bytes),
                     Some(Ok(Message::Close(frame))) => {
                         let clean = frame.is_some_and(|f| u16::from(f.code) == CLOSE_HOST_SHUTDOWN);
                         reader.closed_cleanly.store(clean, Ordering::SeqCst);
@@ -183,8 +183,10 @@ impl PeerLink {
         lock(&self.subscriptions).clear();
     }
 
-    fn dispatch(&self, frame: &Bytes) {
-        match HostReply::decode(frame) {
+    fn dispatch(&self, frame: Bytes) {
+        // The socket already caps the message size (see `connect`); the nesting limit is
+        // the one every inbound frame gets.
+        match HostReply::decode_bytes(frame, usize::MAX) {
             Ok(HostReply::Result { id, outcome, ran }) => {
                 if let Some(pending) = lock(&self.pending).remove(&id) {
                     let _ = pending.reply.send(outcome.map(|value| Reply { value, ran }));

@@ -16,7 +16,7 @@ use super::connection::write_loop;
 use super::liveness::{self, Silence};
 use super::registry::{self, Outbound, Registry};
 use super::{Call, CallHooks, Progress, SessionEvent, Target};
-use crate::protocol::messages::{Frame, Framing, decode_frame};
+use crate::protocol::messages::Frame;
 use crate::protocol::peer::{HostOut, PeerRequest, encode, encode_result};
 use crate::protocol::raw::RawValue;
 use crate::protocol::value;
@@ -62,7 +62,7 @@ pub async fn serve_peer(socket: WebSocket, registry: Arc<Registry>, shutdown: Ca
             Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Text(_))) => continue,
             Some(Ok(Message::Close(_)) | Err(_)) | None => break,
         };
-        let request = decode_frame(payload, Framing::Binary, registry.max_message_bytes).and_then(PeerRequest::parse);
+        let request = PeerRequest::decode(payload, registry.max_message_bytes);
         match request {
             Ok(request) => handle(request, &registry, &outbound, &inflight),
             Err(error) => tracing::warn!(%error, "rejected a malformed peer frame"),

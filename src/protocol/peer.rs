@@ -6,7 +6,7 @@ use bytes::Bytes;
 use rmpv::Value as Msgpack;
 use serde::Serialize;
 
-use super::messages::{Fields, FrameError, as_f64, as_u64, into_string};
+use super::messages::{Fields, FrameError, Framing, as_f64, as_u64, decode_frame, into_string};
 use super::raw::{self, RawValue};
 use super::{Context, ErrorCode, Ran, Target, ToolError, value};
 
@@ -85,6 +85,12 @@ fn target(value: Option<Msgpack>) -> Target {
 }
 
 impl PeerRequest {
+    /// Decodes one binary frame from a peer (within `limit` bytes and the nesting limit of
+    /// [`decode_frame`]) and takes it apart.
+    pub fn decode(frame: &[u8], limit: usize) -> Result<PeerRequest, FrameError> {
+        decode_frame(frame, Framing::Binary, limit).and_then(PeerRequest::parse)
+    }
+
     pub fn parse(value: Msgpack) -> Result<PeerRequest, FrameError> {
         let Msgpack::Map(entries) = value else {
             return Err(FrameError::NotAMessage);
@@ -134,6 +140,13 @@ impl PeerRequest {
 }
 
 impl HostReply {
+    /// Decodes one binary frame from the host, as [`PeerRequest::decode`] does the other
+    /// way: the same size and nesting limits, so a hostile host cannot overflow a peer's
+    /// stack either.
+    pub fn decode(frame: &[u8], limit: usize) -> Result<HostReply, FrameError> {
+        Self::decode_bytes(Bytes::copy_from_slice(frame), limit)
+    }
+
     pub fn parse(value: Msgpack) -> Result<HostReply, FrameError> {
         let Msgpack::Map(entries) = value else {
             return Err(FrameError::NotAMessage);
@@ -143,10 +156,17 @@ impl HostReply {
         Self::from_fields(fields, result)
     }
 
-    /// Decodes a frame from the host, keeping a call's `result` as the bytes it came in
-    /// (see [`super::raw`]): a large result crosses to the peer without being decoded.
-    pub fn decode(frame: &Bytes) -> Result<HostReply, FrameError> {
-        let (fields, result) = raw::split_message(frame, "result")?;
+    /// [`HostReply::decode`] without a copy, keeping a call's `result` as the bytes it
+    /// came in (see [`super::raw`]): a large result crosses to the peer without being
+    /// decoded.
+    pub fn decode_bytes(frame: Bytes, limit: usize) -> Result<HostReply, FrameError> {
+        if frame.len() > limit {
+            return Err(FrameError::TooLarge {
+                size: frame.len(),
+                limit,
+            });
+        }
+        let (fields, result) = raw::split_message(&frame, "result")?;
         let Msgpack::Map(entries) = fields else {
             return Err(FrameError::NotAMessage);
         };
@@ -351,11 +371,11 @@ mod tests {
         let bytes = encode_result(&message, Some(&payload));
         assert_eq!(
             HostReply::parse(decode(&bytes)).unwrap(),
-            HostReply::decode(&Bytes::from(bytes.clone())).unwrap(),
+            HostReply::decode(&bytes, usize::MAX).unwrap(),
             "the tree and the raw decoders agree"
         );
         assert_eq!(
-            HostReply::decode(&Bytes::from(bytes)).unwrap(),
+            HostReply::decode(&bytes, usize::MAX).unwrap(),
             HostReply::Result {
                 id: 1,
                 outcome: Ok(payload),

@@ -132,6 +132,11 @@ fn key_text(key: &Msgpack) -> String {
         Msgpack::F64(f) => float_key(*f),
         Msgpack::F32(f) => float_key(f64::from(*f)),
         Msgpack::Nil => "nil".to_owned(),
+        // A table used as a key (Luau allows it) is named, not written out: written out,
+        // a key holding a key holding a key… is escaped once more at each level, and a
+        // few hundred bytes of nested keys became gigabytes of text (found by fuzzing).
+        Msgpack::Array(items) => format!("<array of {}>", items.len()),
+        Msgpack::Map(entries) => format!("<map of {}>", entries.len()),
         other => to_json(other).to_string(),
     }
 }
@@ -165,6 +170,19 @@ fn special_from_json(object: &Map<String, Json>) -> Option<Msgpack> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tables_as_keys_are_named_not_written_out_so_nested_keys_cannot_blow_up() {
+        let mut key = Msgpack::from("leaf");
+        for _ in 0..40 {
+            key = Msgpack::Map(vec![(key, Msgpack::Nil)]);
+        }
+        let json = to_json(&Msgpack::Map(vec![
+            (key, 1.into()),
+            (Msgpack::Array(vec![1.into(), 2.into()]), 2.into()),
+        ]));
+        assert_eq!(json, serde_json::json!({"<map of 1>": 1, "<array of 2>": 2}));
+    }
     use serde_json::json;
 
     fn map(entries: Vec<(&str, Msgpack)>) -> Msgpack {
