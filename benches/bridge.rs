@@ -134,6 +134,65 @@ async fn b8(plan: &Plan, report: &mut Report) {
     }
     report.row("B8", what_total, totals, Unit::Millis, Target::AtMost(1000.0));
     report.row("B8", what_stretch, stretches, Unit::Millis, Target::AtMost(50.0));
+    b8_codec(plan, &lune, repo, report).await;
+}
+
+/// B8, the wire codec: the real plugin's Msgpack and Base64 modules under Lune
+/// (`tests/lune/bench-codec.luau`), stage by stage: a 100,000-instance `query` response
+/// out (msgpack, base64, the text frame) and two 1 MB requests in (an `exec` with a 1 MB
+/// script and a `create` with a large nested args table: base64, msgpack, the null strip).
+/// One row of milliseconds and one of MB/s per stage, each run a value.
+async fn b8_codec(plan: &Plan, lune: &Path, repo: &Path, report: &mut Report) {
+    eprintln!("B8: the plugin's msgpack and base64 under Lune");
+    let runs = plan.runs.min(7).to_string();
+    let output = Command::new(lune)
+        .args(["run", "tests/lune/bench-codec.luau", "--", "--runs", &runs])
+        .current_dir(repo)
+        .output()
+        .await;
+    let stdout = match output {
+        Ok(o) if o.status.success() => o.stdout,
+        _ => {
+            report.unavailable("B8", "plugin codec stages", "tests/lune/bench-codec.luau failed");
+            return;
+        }
+    };
+    let mut stages = 0;
+    for line in String::from_utf8_lossy(&stdout).lines() {
+        let Ok(stage) = serde_json::from_str::<Json>(line) else {
+            continue;
+        };
+        let (Some(name), Some(bytes), Some(runs)) = (
+            stage["stage"].as_str(),
+            stage["bytes"].as_f64(),
+            stage["runs"].as_array(),
+        ) else {
+            continue;
+        };
+        let millis: Vec<f64> = runs.iter().filter_map(Json::as_f64).collect();
+        let rates: Vec<f64> = millis.iter().map(|ms| bytes / 1e6 / (ms / 1e3)).collect();
+        let what = format!("codec {name} ({:.1} MB)", bytes / 1e6);
+        report.row("B8", &what, millis, Unit::Millis, Target::None);
+        report.row("B8", &format!("{what}: rate"), rates, Unit::MBPerSec, Target::None);
+        stages += 1;
+    }
+    if stages == 0 {
+        report.unavailable(
+            "B8",
+            "plugin codec stages",
+            "tests/lune/bench-codec.luau printed no stage",
+        );
+        return;
+    }
+    report.note(
+        "B8 runs the plugin's Luau under Lune: the same VM family as Studio's, but Studio may also \
+         compile hot modules to native code (--!native), so Studio is likely faster. In Studio the \
+         base64 stages use EncodingService (native) where it exists; these rows time the plugin's \
+         own Base64 module, its fallback. find yields every 2,000 instances: under Lune a \
+         task.wait() resumes within about a millisecond, in Studio after a frame (about 17 ms at \
+         60 fps), so Studio's whole walk adds about 50 frames to the B8 figure."
+            .into(),
+    );
 }
 
 /// Lune: `$LUNE`, else on PATH, else where `.ci/run` installs it.
@@ -1080,6 +1139,7 @@ enum Unit {
     MiB,
     PerSec,
     Bytes,
+    MBPerSec,
 }
 
 impl Unit {
@@ -1090,6 +1150,7 @@ impl Unit {
             Unit::MiB => "MiB",
             Unit::PerSec => "calls/s",
             Unit::Bytes => "bytes",
+            Unit::MBPerSec => "MB/s",
         }
     }
 
@@ -1098,7 +1159,7 @@ impl Unit {
             Unit::Micros | Unit::PerSec | Unit::Bytes => format!("{value:.0}"),
             Unit::Millis if value < 10.0 => format!("{value:.2}"),
             Unit::Millis => format!("{value:.1}"),
-            Unit::MiB => format!("{value:.1}"),
+            Unit::MiB | Unit::MBPerSec => format!("{value:.1}"),
         }
     }
 }
