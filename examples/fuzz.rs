@@ -23,7 +23,8 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use fuzz_targets::{CountingAlloc, FuzzTarget, TARGETS, run_case};
 use rmpv::Value as Msgpack;
-use studio_bridge::protocol::peer::{HostOut, PeerOut, encode};
+use studio_bridge::protocol::peer::{HostOut, PeerOut, encode, encode_result};
+use studio_bridge::protocol::raw::RawValue;
 use studio_bridge::protocol::{Context, ErrorCode, Target, ToolError};
 
 #[global_allocator]
@@ -428,21 +429,22 @@ fn host_seeds() -> Vec<(&'static str, Vec<u8>)> {
     vec![
         (
             "result-ok",
-            encode(&HostOut::Result {
-                id: 1,
-                ok: true,
-                result: Some(&result),
-                error: None,
-                session_id: Some("s-edit"),
-                context: Some(Context::Edit),
-            }),
+            encode_result(
+                &HostOut::Result {
+                    id: 1,
+                    ok: true,
+                    error: None,
+                    session_id: Some("s-edit"),
+                    context: Some(Context::Edit),
+                },
+                Some(&RawValue::encode(&result)),
+            ),
         ),
         (
             "result-error",
             encode(&HostOut::Result {
                 id: 2,
                 ok: false,
-                result: None,
                 error: Some(&error),
                 session_id: None,
                 context: None,

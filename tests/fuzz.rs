@@ -339,7 +339,7 @@ proptest! {
     /// the allocation bound.
     #[test]
     fn arbitrary_frames_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
-        for name in ["frame_binary", "frame_text", "msgpack_json", "peer_request", "host_reply"] {
+        for name in ["frame_binary", "frame_text", "msgpack_json", "bounded_json", "peer_request", "host_reply"] {
             if let Err(finding) = run_case(fuzz_target(name), &bytes) {
                 prop_assert!(false, "{}: {} on {:02x?}", name, finding, bytes);
             }
@@ -354,10 +354,19 @@ proptest! {
             let len = bytes.len();
             bytes[at % len] = byte;
         }
-        for name in ["frame_binary", "frame_text", "msgpack_json", "peer_request", "host_reply"] {
+        for name in ["frame_binary", "frame_text", "msgpack_json", "bounded_json", "peer_request", "host_reply"] {
             if let Err(finding) = run_case(fuzz_target(name), &bytes) {
                 prop_assert!(false, "{}: {} on {:02x?}", name, finding, bytes);
             }
+        }
+    }
+
+    /// Any plugin value, written straight to bounded JSON text, is what the tree path
+    /// writes, at every bound.
+    #[test]
+    fn plugin_values_are_bounded_as_the_tree_path_bounds_them(value in msgpack()) {
+        if let Err(finding) = run_case(fuzz_target("bounded_json"), &bytes_of(&value)) {
+            prop_assert!(false, "{}", finding);
         }
     }
 

@@ -3,7 +3,7 @@
 //! [`ALL`], and one Luau action in the plugin; nothing else.
 
 pub mod api;
-mod bound;
+pub mod bound;
 pub mod clone;
 pub mod create;
 pub mod delete;

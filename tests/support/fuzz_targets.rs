@@ -22,10 +22,12 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use rmpv::Value as Msgpack;
 use serde_json::{Map, Value as Json};
 use studio_bridge::bridge::{self, Bridge, BridgeOptions, CallHooks, Mode, Target};
+use studio_bridge::commands::bound::{Top, bound, bound_raw};
 use studio_bridge::commands::{ALL, InvocationParts, Limits};
 use studio_bridge::protocol::ErrorCode;
 use studio_bridge::protocol::messages::{Framing, PluginMessage, decode_frame};
 use studio_bridge::protocol::peer::{HostOut, HostReply, PeerOut, PeerRequest, encode, encode_result};
+use studio_bridge::protocol::raw::RawValue;
 use studio_bridge::protocol::value::{from_json, into_json, to_json};
 
 /// What a target says about one input: `Err` names the property it broke.
@@ -41,6 +43,11 @@ pub struct FuzzTarget {
 
 /// Every target, by the name its corpus folder and `--target` use.
 pub const TARGETS: &[FuzzTarget] = &[
+    FuzzTarget {
+        name: "bounded_json",
+        run: bounded_json,
+        bounded_allocation: false,
+    },
     FuzzTarget {
         name: "frame_binary",
         run: frame_binary,
@@ -281,6 +288,32 @@ pub fn msgpack_json(input: &[u8]) -> Check {
     let back: Json = serde_json::from_str(&text).map_err(|e| format!("the JSON text does not parse: {e}"))?;
     if back != json {
         return Err(format!("the JSON text reads back as another value: {text}"));
+    }
+    Ok(())
+}
+
+/// A plugin result as the agent gets it: written straight from the msgpack and bounded
+/// (`commands::bound::bound_raw`), which must give the text the tree path gives, at any
+/// bound, and stay within the bound.
+pub fn bounded_json(input: &[u8]) -> Check {
+    let Ok(raw) = RawValue::from_bytes(bytes::Bytes::copy_from_slice(input)) else {
+        return Ok(());
+    };
+    let Ok(value) = raw.decode() else {
+        return Err("a value the skipper accepts does not decode".into());
+    };
+    let top = Top {
+        set: vec![("sessionId", "s-edit".into()), ("context", "edit".into())],
+        plugin_hint: "Ask for less.",
+    };
+    for limit in [usize::MAX, 4096, 600, 64] {
+        let text = bound_raw(&raw, &top, limit, "Read less.");
+        let mut json = to_json(&value);
+        top.apply(&mut json);
+        let expected = serde_json::to_string(&bound(json, limit, "Read less.")).unwrap_or_default();
+        if text != expected {
+            return Err(format!("at bound {limit}, {text} where the tree path gives {expected}"));
+        }
     }
     Ok(())
 }
