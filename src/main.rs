@@ -37,6 +37,10 @@ fn main() -> ExitCode {
     } else {
         tokio::runtime::Builder::new_current_thread()
     };
+    // The blocking pool's threads run at a lower priority than the async thread: a 10 MB
+    // conversion is bulk work, and where cores are few it should wait for the small calls,
+    // not they for it.
+    builder.on_thread_start(lower_priority_of_this_thread);
     let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -209,5 +213,17 @@ async fn shutdown_signal() {
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Lowers the calling thread's scheduling priority (nice +10). On Linux the nice value
+/// belongs to the thread; elsewhere this does nothing.
+fn lower_priority_of_this_thread() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: gettid and setpriority take plain integers and touch only this thread's
+    // scheduling attributes; a failure (returned, not raised) leaves the priority as it was.
+    unsafe {
+        let thread = libc::gettid();
+        let _ = libc::setpriority(libc::PRIO_PROCESS, thread as libc::id_t, 10);
     }
 }
