@@ -115,6 +115,7 @@ impl Command for Api {
     };
 
     async fn run(args: ApiArgs, _cx: &Invocation) -> Result<Output, ToolError> {
+        reflection::load().await;
         let result = answer(&args)?;
         serde_json::to_value(result)
             .map(Output::json)

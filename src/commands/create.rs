@@ -72,6 +72,7 @@ impl Command for Create {
 
     async fn run(args: CreateArgs, cx: &Invocation) -> Result<Output, ToolError> {
         validate(&args)?;
+        reflection::load().await;
         check_api(&args)?;
         cx.forward(&Self::SPEC, &args).await
     }

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rbx_reflection::{ClassDescriptor, ClassTag, DataType, PropertyTag, ReflectionDatabase, Scriptability};
 use rbx_types::VariantType;
@@ -26,6 +27,23 @@ static DATABASE: LazyLock<&'static ReflectionDatabase<'static>> =
 
 pub fn database() -> &'static ReflectionDatabase<'static> {
     &DATABASE
+}
+
+static LOADED: AtomicBool = AtomicBool::new(false);
+
+/// Decodes the database on the blocking pool the first time: that takes tens of
+/// milliseconds of CPU, and the async thread serves every other caller's calls meanwhile.
+/// The commands that read the database await this first.
+pub async fn load() {
+    if LOADED.load(Ordering::Acquire) {
+        return;
+    }
+    // Should the blocking task fail, the first `database()` decodes it in place instead.
+    let _ = tokio::task::spawn_blocking(|| {
+        LazyLock::force(&DATABASE);
+    })
+    .await;
+    LOADED.store(true, Ordering::Release);
 }
 
 pub fn class(name: &str) -> Option<&'static ClassDescriptor<'static>> {

@@ -80,6 +80,7 @@ impl Command for Update {
 
     async fn run(args: UpdateArgs, cx: &Invocation) -> Result<Output, ToolError> {
         validate(&args)?;
+        reflection::load().await;
         check_api(&args)?;
         let result = cx
             .call_plugin(&Self::SPEC, &args, Self::SPEC.timeout, None)
