@@ -60,7 +60,7 @@ impl Splicer {
         let text_key = format!("\u{1}studio-bridge:{}:{n}t", self.nonce);
         let structured_key = format!("\u{1}studio-bridge:{}:{n}s", self.nonce);
         // A JSON string of the text, quotes included: what `"text": …` holds.
-        let quoted = serde_json::to_vec(&text).unwrap_or_default();
+        let quoted = quote_json_text(&text);
         {
             let now = Instant::now();
             let mut parts = self.parts.lock().unwrap_or_else(|p| p.into_inner());
@@ -93,6 +93,28 @@ impl Splicer {
         let part = self.take(&key)?;
         Some((part, self.marker.len() + close + 1))
     }
+}
+
+/// `text` as a JSON string, quotes included, for `text` that is itself compact JSON (what
+/// serde_json and `commands::bound` write): there, only `"` and `\` need escaping,
+/// since JSON allows no raw control character inside its strings and compact JSON has no
+/// whitespace outside them. So the runs between them are found with memchr and copied
+/// whole, several times faster than escaping byte by byte; the same bytes serde_json
+/// writes (a test holds it).
+fn quote_json_text(text: &str) -> Vec<u8> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len() + bytes.len() / 8 + 2);
+    out.push(b'"');
+    let mut from = 0;
+    for at in memchr::memchr2_iter(b'"', b'\\', bytes) {
+        out.extend_from_slice(&bytes[from..at]);
+        out.push(b'\\');
+        out.push(bytes[at]);
+        from = at + 1;
+    }
+    out.extend_from_slice(&bytes[from..]);
+    out.push(b'"');
+    out
 }
 
 /// An `AsyncWrite` that writes what it is given, with each placeholder replaced by its
@@ -204,6 +226,17 @@ mod tests {
             assert_eq!(out, expected, "chunk {chunk}");
         }
         assert!(splicer.parts.lock().unwrap().is_empty(), "written parts are dropped");
+    }
+
+    #[test]
+    fn compact_json_is_quoted_as_serde_json_quotes_it() {
+        let value = serde_json::json!({
+            "quote": "a \" b", "backslash": "c \\ d", "controls": "\n\t\r\u{1}\u{1f}\u{8}\u{c}",
+            "unicode": "é 漢 🎮 \u{2028} \u{7f}", "nested": [{"k\"ey": [1, -2.5, null, true]}], "": ""
+        });
+        let text = serde_json::to_string(&value).unwrap();
+        assert_eq!(quote_json_text(&text), serde_json::to_vec(&text).unwrap());
+        assert_eq!(quote_json_text("{}"), br#""{}""#);
     }
 
     #[tokio::test]
