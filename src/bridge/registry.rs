@@ -59,6 +59,13 @@ pub enum Outbound {
     Ping,
 }
 
+/// Calls one session may have in flight at once. Studio runs a plugin's work on one
+/// thread, so calls beyond a few dozen only queue there; past this many a caller (an
+/// agent's pipelined burst, a peer opening thousands of calls) gets `busy` at once, and
+/// the host's memory for one session's calls stays bounded. Each session has its own
+/// count, so a flood on one leaves room on every other.
+pub const MAX_IN_FLIGHT: usize = 256;
+
 /// One live plugin connection: where to send frames and who waits for answers.
 pub struct Link {
     framing: Framing,
@@ -68,6 +75,12 @@ pub struct Link {
     /// For a multiplexed session (a playtest DataModel carried over its edit plugin's
     /// socket): its sessionId, stamped on every request and cancel sent through here.
     channel: Option<String>,
+}
+
+enum Registered {
+    Yes,
+    Closed,
+    Full,
 }
 
 struct Pending {
@@ -143,14 +156,17 @@ impl Link {
         }
     }
 
-    fn register(&self, id: u64, pending: Pending) -> bool {
+    fn register(&self, id: u64, pending: Pending) -> Registered {
         let mut table = lock(&self.pending);
         // Checked under the table's lock, so `fail_all` cannot miss this entry.
         if self.closed.load(Ordering::SeqCst) {
-            return false;
+            return Registered::Closed;
+        }
+        if table.len() >= MAX_IN_FLIGHT {
+            return Registered::Full;
         }
         table.insert(id, pending);
-        true
+        Registered::Yes
     }
 
     fn forget(&self, id: u64) {
@@ -360,14 +376,24 @@ impl Registry {
         let id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
         let (reply_tx, reply_rx) = oneshot::channel();
         let progress = hooks.progress.clone();
-        if !link.register(
+        match link.register(
             id,
             Pending {
                 reply: reply_tx,
                 progress,
             },
         ) {
-            return Err(lost_before_send());
+            Registered::Yes => {}
+            Registered::Closed => return Err(lost_before_send()),
+            Registered::Full => {
+                return Err(ToolError::new(
+                    ErrorCode::Busy,
+                    format!(
+                        "Studio session {} already has {MAX_IN_FLIGHT} calls in flight, the most one session takes. Wait for some to finish, then retry.",
+                        ran.session_id
+                    ),
+                ));
+            }
         }
         let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
         let plugin_timeout = call.plugin_timeout.unwrap_or(remaining).min(remaining);
@@ -699,6 +725,60 @@ mod tests {
             .unwrap();
         assert_eq!(result.unwrap_err().code, ErrorCode::SessionLost);
         assert_eq!(registry.sessions()[0].status, "reconnecting");
+    }
+
+    #[tokio::test]
+    async fn a_session_takes_max_in_flight_calls_then_answers_busy_and_other_sessions_keep_room() {
+        let registry = Registry::with_graces(0, Duration::from_secs(10), Duration::ZERO);
+        let (tx, mut flooded) = mpsc::unbounded_channel();
+        registry.connect(hello("s1"), Link::new(Framing::Binary, tx));
+        let (tx, mut quiet_rx) = mpsc::unbounded_channel();
+        let quiet = Link::new(Framing::Binary, tx);
+        let mut quiet_hello = hello("s2");
+        quiet_hello.instance_id = "B".into();
+        registry.connect(quiet_hello, Arc::clone(&quiet));
+        let mut to_s1 = call(Duration::from_secs(30));
+        to_s1.target.session_id = Some("s1".into());
+        let calls: Vec<_> = (0..MAX_IN_FLIGHT + 44)
+            .map(|_| {
+                let registry = Arc::clone(&registry);
+                let call = to_s1.clone();
+                tokio::spawn(async move { registry.call(call, CallHooks::default()).await })
+            })
+            .collect();
+        // The first MAX_IN_FLIGHT reach the plugin; the rest are answered `busy` at once.
+        for _ in 0..MAX_IN_FLIGHT {
+            assert!(matches!(flooded.recv().await, Some(Outbound::Frame(_))));
+        }
+        let mut busy = 0;
+        let mut waiting = Vec::new();
+        for call in calls {
+            if call.is_finished() {
+                let outcome = call.await.unwrap();
+                assert_eq!(outcome.unwrap_err().code, ErrorCode::Busy);
+                busy += 1;
+            } else {
+                waiting.push(call);
+            }
+        }
+        assert_eq!((busy, waiting.len()), (44, MAX_IN_FLIGHT));
+        assert!(flooded.try_recv().is_err(), "nothing beyond the cap was sent");
+        // Another session still takes calls.
+        let mut to_s2 = call(Duration::from_secs(30));
+        to_s2.target.session_id = Some("s2".into());
+        let registry2 = Arc::clone(&registry);
+        let answer = tokio::spawn(async move { registry2.call(to_s2, CallHooks::default()).await });
+        let Some(Outbound::Frame(Frame::Binary(bytes))) = quiet_rx.recv().await else {
+            panic!("no request on the quiet session")
+        };
+        let id = rmpv::decode::read_value(&mut &bytes[..]).unwrap()["id"]
+            .as_u64()
+            .unwrap();
+        assert!(quiet.resolve(id, Ok(RawValue::nil())));
+        assert!(answer.await.unwrap().is_ok());
+        for call in waiting {
+            call.abort();
+        }
     }
 
     #[tokio::test]
