@@ -17,7 +17,7 @@ use super::pairing::Pairing;
 use super::registry::{Link, Outbound, Registry};
 use super::{Progress, SessionEvent};
 use crate::protocol::messages::{
-    FrameError, Framing, Hello, HostMessage, PluginFailure, PluginMessage, Routed, decode_frame, encode_frame,
+    FrameError, Framing, Hello, HostMessage, PluginFailure, PluginMessage, Routed, encode_frame,
 };
 use crate::protocol::{Context, ErrorCode, PROTOCOL_VERSION, SERVER_VERSION, ToolError, value};
 
@@ -278,12 +278,12 @@ async fn read_hello(
         Ok(None | Some(Err(_))) => return Err((None, "closed before hello".into())),
         Ok(Some(Ok(message))) => message,
     };
-    let (payload, framing) = match &message {
-        Message::Binary(bytes) => (&bytes[..], Framing::Binary),
-        Message::Text(text) => (text.as_bytes(), Framing::Base64Text),
+    let framing = match &message {
+        Message::Binary(_) => Framing::Binary,
+        Message::Text(_) => Framing::Base64Text,
         _ => return Err((Some("bad_hello"), "the first message must be a hello".into())),
     };
-    let parsed = decode_frame(payload, framing, limit).and_then(PluginMessage::parse);
+    let parsed = PluginMessage::decode_routed(message.into_data(), framing, limit).map(|routed| routed.message);
     match parsed {
         Ok(PluginMessage::Hello(hello)) => Ok((hello, framing)),
         Ok(_) => Err((Some("bad_hello"), "the first message must be a hello".into())),

@@ -200,17 +200,8 @@ impl PluginMessage {
                 Bytes::from(BASE64.decode(&payload)?)
             }
         };
-        if frame.len() > limit {
-            return Err(FrameError::TooLarge {
-                size: frame.len(),
-                limit,
-            });
-        }
-        let (fields, result) = raw::split_message(&frame, "result")?;
-        let Msgpack::Map(entries) = fields else {
-            return Err(FrameError::NotAMessage);
-        };
-        Self::routed(Fields(entries), result)
+        let (fields, result) = raw::split_message(&frame, "result", limit)?;
+        Self::routed(fields, result)
     }
 
     fn routed(mut fields: Fields, result: Option<RawValue>) -> Result<Routed, FrameError> {

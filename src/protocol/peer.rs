@@ -160,17 +160,8 @@ impl HostReply {
     /// came in (see [`super::raw`]): a large result crosses to the peer without being
     /// decoded.
     pub fn decode_bytes(frame: Bytes, limit: usize) -> Result<HostReply, FrameError> {
-        if frame.len() > limit {
-            return Err(FrameError::TooLarge {
-                size: frame.len(),
-                limit,
-            });
-        }
-        let (fields, result) = raw::split_message(&frame, "result")?;
-        let Msgpack::Map(entries) = fields else {
-            return Err(FrameError::NotAMessage);
-        };
-        Self::from_fields(Fields(entries), result)
+        let (fields, result) = raw::split_message(&frame, "result", limit)?;
+        Self::from_fields(fields, result)
     }
 
     fn from_fields(mut fields: Fields, result: Option<RawValue>) -> Result<HostReply, FrameError> {

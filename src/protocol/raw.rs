@@ -16,7 +16,7 @@
 use bytes::Bytes;
 use rmpv::Value as Msgpack;
 
-use super::messages::FrameError;
+use super::messages::{Fields, FrameError};
 
 /// Deepest nesting of arrays and maps accepted in a raw value, as
 /// [`super::messages::MAX_DEPTH`] allows a decoded one (rmpv counts two a level).
@@ -282,9 +282,15 @@ pub fn skip(bytes: &[u8], pos: usize) -> Result<usize, FrameError> {
     Ok(reader.pos())
 }
 
-/// Splits a message (a msgpack map) into its fields, decoded, and the one field `raw`,
-/// kept as bytes. The frame's own buffer is sliced, not copied.
-pub fn split_message(frame: &Bytes, raw: &str) -> Result<(Msgpack, Option<RawValue>), FrameError> {
+/// Splits a message (a msgpack map of at most `limit` bytes) into its fields, decoded,
+/// and the one field `raw`, kept as bytes. The frame's own buffer is sliced, not copied.
+pub(crate) fn split_message(frame: &Bytes, raw: &str, limit: usize) -> Result<(Fields, Option<RawValue>), FrameError> {
+    if frame.len() > limit {
+        return Err(FrameError::TooLarge {
+            size: frame.len(),
+            limit,
+        });
+    }
     let mut reader = Reader::new(frame);
     let Token::Map(count) = reader.next_token()? else {
         return Err(FrameError::NotAMessage);
@@ -312,7 +318,7 @@ pub fn split_message(frame: &Bytes, raw: &str) -> Result<(Msgpack, Option<RawVal
     if reader.pos() != frame.len() {
         return Err(FrameError::NotAMessage);
     }
-    Ok((Msgpack::Map(fields), kept))
+    Ok((Fields(fields), kept))
 }
 
 #[cfg(test)]
@@ -335,9 +341,9 @@ mod tests {
             ("result".into(), result.clone()),
             ("ok".into(), true.into()),
         ]));
-        let (fields, raw) = split_message(&frame, "result").unwrap();
+        let (fields, raw) = split_message(&frame, "result", frame.len()).unwrap();
         assert_eq!(
-            fields,
+            Msgpack::Map(fields.0),
             Msgpack::Map(vec![
                 ("t".into(), "response".into()),
                 ("id".into(), 7.into()),
@@ -404,6 +410,11 @@ mod tests {
     fn trailing_bytes_after_a_message_are_refused() {
         let mut frame = bytes_of(&Msgpack::Map(vec![("t".into(), "bye".into())])).to_vec();
         frame.push(0xc0);
-        assert!(split_message(&Bytes::from(frame), "result").is_err());
+        let frame = Bytes::from(frame);
+        assert!(split_message(&frame, "result", usize::MAX).is_err());
+        assert!(matches!(
+            split_message(&frame.slice(..frame.len() - 1), "result", 2),
+            Err(FrameError::TooLarge { .. })
+        ));
     }
 }
