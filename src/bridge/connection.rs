@@ -13,6 +13,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::budget;
+use super::events::{Admit, EventBudget};
 use super::pairing::Pairing;
 use super::registry::{Link, Outbound, Registry};
 use super::{Progress, SessionEvent};
@@ -91,7 +92,7 @@ pub async fn serve_plugin(
     }
 
     let (outbound, queue) = mpsc::unbounded_channel();
-    let writer = tokio::spawn(write_loop(sink, queue));
+    let writer = tokio::spawn(write_loop(sink, queue, |_| {}));
     let link = Link::new(framing, outbound);
     let session_id = hello.session_id.clone();
     // Queued before the session becomes resolvable, so `welcome` is the first thing the
@@ -303,7 +304,14 @@ async fn read_loop(
     let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + PING_INTERVAL, PING_INTERVAL);
     let mut unanswered = 0u32;
     let mut ping_n = 0u64;
+    let mut budgets = Budgets {
+        events: EventBudget::new(tokio::time::Instant::now()),
+        progress: EventBudget::new(tokio::time::Instant::now()),
+    };
     loop {
+        // A socket that always has the next frame ready (a flood of events) gives the
+        // host's thread back to the other connections at tokio's usual pace.
+        tokio::task::consume_budget().await;
         let message = tokio::select! {
             () = shutdown.cancelled() => return End::Shutdown,
             message = stream.next() => message,
@@ -373,14 +381,22 @@ async fn read_loop(
                     tracing::debug!(session = %session_id, via = ?session, "dropped a message for a session this socket does not carry");
                     continue;
                 };
-                deliver(message, target, target_id, registry);
+                deliver(message, target, target_id, registry, &mut budgets);
             }
         }
     }
 }
 
+/// How many events and progress reports one plugin socket may still pass on (see
+/// `events.rs`): both are advisory, and a flood of either must not cost the host more
+/// than a bounded share of its time and memory.
+struct Budgets {
+    events: EventBudget,
+    progress: EventBudget,
+}
+
 /// Hands a response, progress or event to the session it belongs to.
-fn deliver(message: PluginMessage, link: &Link, session_id: &str, registry: &Registry) {
+fn deliver(message: PluginMessage, link: &Link, session_id: &str, registry: &Registry, budgets: &mut Budgets) {
     match message {
         PluginMessage::Response { id, outcome } => {
             if !link.resolve(id, outcome.map_err(plugin_failure)) {
@@ -392,19 +408,33 @@ fn deliver(message: PluginMessage, link: &Link, session_id: &str, registry: &Reg
             progress,
             total,
             message,
-        } => link.progress(
-            id,
-            Progress {
-                progress,
-                total,
-                message,
-            },
-        ),
+        } => {
+            // A dropped report only leaves the caller's progress bar a step behind.
+            if !matches!(
+                budgets.progress.admit(session_id, tokio::time::Instant::now()),
+                Admit::Drop
+            ) {
+                link.progress(
+                    id,
+                    Progress {
+                        progress,
+                        total,
+                        message,
+                    },
+                );
+            }
+        }
         PluginMessage::Event { event, data } => {
+            let is_state = event == "state";
+            if !is_state {
+                match budgets.events.admit(session_id, tokio::time::Instant::now()) {
+                    Admit::Drop => return,
+                    Admit::AfterGap(gap) => registry.publish_event(gap),
+                    Admit::Publish => {}
+                }
+            }
             let data = value::to_json(&data);
-            if event == "state"
-                && let Some(state) = data.get("state").and_then(|s| s.as_str())
-            {
+            if is_state && let Some(state) = data.get("state").and_then(|s| s.as_str()) {
                 registry.set_state(session_id, state.to_owned());
             }
             registry.publish_event(SessionEvent {
@@ -438,17 +468,27 @@ fn plugin_failure(failure: PluginFailure) -> ToolError {
 const OFF_THREAD_BYTES: usize = 256 * 1024;
 
 /// Owns the sending half of a socket: feeds everything already queued, then flushes
-/// once. Shared by plugin and peer connections.
-pub(super) async fn write_loop(mut sink: SplitSink<WebSocket, Message>, mut queue: mpsc::UnboundedReceiver<Outbound>) {
+/// once. Shared by plugin and peer connections; `written` hears the size of each frame
+/// once the socket has taken it.
+pub(super) async fn write_loop(
+    mut sink: SplitSink<WebSocket, Message>,
+    mut queue: mpsc::UnboundedReceiver<Outbound>,
+    mut written: impl FnMut(usize),
+) {
     while let Some(first) = queue.recv().await {
         let mut next = Some(first);
         // Feed everything already queued, then flush once.
         while let Some(item) = next {
             match item {
                 Outbound::Frame(frame) => {
+                    let size = match &frame {
+                        crate::protocol::messages::Frame::Binary(bytes) => bytes.len(),
+                        crate::protocol::messages::Frame::Text(text) => text.len(),
+                    };
                     if sink.feed(to_message(frame)).await.is_err() {
                         return;
                     }
+                    written(size);
                 }
                 Outbound::Close(code, reason) => {
                     let _ = sink.send(close_message(code, reason)).await;

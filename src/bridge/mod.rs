@@ -13,6 +13,7 @@
 
 pub mod budget;
 pub mod connection;
+pub mod events;
 pub mod host;
 pub mod liveness;
 pub mod origin;
@@ -31,12 +32,14 @@ use rmpv::Value as Msgpack;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+pub use events::GAP_EVENT;
 pub use registry::SessionInfo;
 pub use resolve::Target;
 
 use crate::protocol::raw::RawValue;
 use crate::protocol::{Context, PROTOCOL_VERSION, Ran};
 use crate::protocol::{ErrorCode, ToolError};
+use events::EventSink;
 use host::{BindError, Host, HostConfig};
 use peer::{ConnectError, PeerLink};
 use probe::Owner;
@@ -73,10 +76,15 @@ pub struct Progress {
     pub message: Option<String>,
 }
 
+/// Progress reports one call's consumer may have queued (see [`CallHooks::progress`]).
+pub const PROGRESS_QUEUE: usize = 64;
+
 /// What a caller can do to a call in flight.
 #[derive(Debug, Clone, Default)]
 pub struct CallHooks {
-    pub progress: Option<mpsc::UnboundedSender<Progress>>,
+    /// Where the call's progress reports go: a queue of [`PROGRESS_QUEUE`]. Progress is
+    /// advisory, so a consumer that falls behind loses reports, not memory.
+    pub progress: Option<mpsc::Sender<Progress>>,
     /// Cancelling this token sends `cancel` to the plugin and fails the call with `cancelled`.
     pub cancel: CancellationToken,
 }
@@ -167,10 +175,10 @@ impl Bridge {
         &self,
         target: &Target,
         events: &[String],
-    ) -> Result<mpsc::UnboundedReceiver<SessionEvent>, ToolError> {
+    ) -> Result<mpsc::Receiver<SessionEvent>, ToolError> {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
         let role = self.settled(deadline, &CancellationToken::new()).await?;
-        let (sender, receiver) = mpsc::unbounded_channel();
+        let (sender, receiver) = EventSink::new();
         match role {
             Role::Host(registry) => {
                 tokio::spawn(forward_to(registry, target.clone(), events.to_vec(), sender));
@@ -192,20 +200,11 @@ impl Bridge {
     }
 }
 
-/// The event a subscription's stream carries, once per failover, when it has been made
-/// again on a new host: `data.message` says that events during the gap may be missing.
-pub const GAP_EVENT: &str = "gap";
-
 /// Feeds `sender` from this host's own registry until the receiver is dropped or the
 /// host stops.
-async fn forward_to(
-    registry: Arc<Registry>,
-    target: Target,
-    events: Vec<String>,
-    sender: mpsc::UnboundedSender<SessionEvent>,
-) {
+async fn forward_to(registry: Arc<Registry>, target: Target, events: Vec<String>, mut sender: EventSink) {
     peer_server::forward_events(registry, target, events, CancellationToken::new(), move |event| {
-        sender.send(event).is_ok()
+        sender.offer(event)
     })
     .await;
 }
@@ -215,10 +214,10 @@ async fn forward_to(
 async fn follow_across_failovers(
     mut role: watch::Receiver<Role>,
     mut link: Arc<PeerLink>,
-    mut feed: mpsc::UnboundedReceiver<SessionEvent>,
+    mut feed: mpsc::Receiver<SessionEvent>,
     target: Target,
     events: Vec<String>,
-    sender: mpsc::UnboundedSender<SessionEvent>,
+    mut sender: EventSink,
 ) {
     loop {
         // The link's feed ends when the link is lost.
@@ -229,7 +228,7 @@ async fn follow_across_failovers(
             };
             match event {
                 Some(event) => {
-                    if sender.send(event).is_err() {
+                    if !sender.offer(event) {
                         return;
                     }
                 }
@@ -255,7 +254,7 @@ async fn follow_across_failovers(
                         tracing::info!("re-subscribed to events on the new bridge host");
                         link = next;
                         feed = next_feed;
-                        if sender.send(gap_event()).is_err() {
+                        if !sender.offer(failover_gap()) {
                             return;
                         }
                         break;
@@ -265,7 +264,7 @@ async fn follow_across_failovers(
                 },
                 Role::Host(registry) => {
                     tracing::info!("subscribed to events on this process, now the bridge host");
-                    if sender.send(gap_event()).is_ok() {
+                    if sender.offer(failover_gap()) {
                         forward_to(registry, target, events, sender).await;
                     }
                     return;
@@ -275,14 +274,14 @@ async fn follow_across_failovers(
     }
 }
 
-fn gap_event() -> SessionEvent {
-    SessionEvent {
-        session_id: String::new(),
-        event: GAP_EVENT.to_owned(),
-        data: serde_json::json!({
-            "message": "The studio-bridge host changed (failover); this subscription continues on the new host. Events sent while no host was reachable may be missing.",
-        }),
-    }
+/// The gap a subscription's stream carries once per failover, when it has been made
+/// again on a new host.
+fn failover_gap() -> SessionEvent {
+    events::gap(
+        "",
+        None,
+        "The studio-bridge host changed (failover); this subscription continues on the new host. Events sent while no host was reachable may be missing.".to_owned(),
+    )
 }
 
 /// How this process takes part in the bridge.

@@ -19,6 +19,7 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_util::sync::CancellationToken;
 
+use super::events::EventSink;
 use super::liveness::{self, Silence};
 use super::peer_server::CLOSE_HOST_SHUTDOWN;
 use super::{Call, CallHooks, Progress, Reply, SessionEvent, SessionInfo, Target};
@@ -31,7 +32,7 @@ const DEADLINE_SLACK: Duration = Duration::from_millis(500);
 pub struct PeerLink {
     outbound: mpsc::UnboundedSender<Message>,
     pending: Mutex<HashMap<u64, Pending>>,
-    subscriptions: Mutex<HashMap<u64, mpsc::UnboundedSender<SessionEvent>>>,
+    subscriptions: Mutex<HashMap<u64, EventSink>>,
     next_id: AtomicU64,
     lost: CancellationToken,
     closed_cleanly: AtomicBool,
@@ -39,7 +40,7 @@ pub struct PeerLink {
 
 struct Pending {
     reply: oneshot::Sender<Result<Reply, ToolError>>,
-    progress: Option<mpsc::UnboundedSender<Progress>>,
+    progress: Option<mpsc::Sender<Progress>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -202,7 +203,7 @@ impl PeerLink {
                     progress: Some(sink), ..
                 }) = lock(&self.pending).get(&id)
                 {
-                    let _ = sink.send(Progress {
+                    let _ = sink.try_send(Progress {
                         progress,
                         total,
                         message,
@@ -216,14 +217,12 @@ impl PeerLink {
                 data,
             }) => {
                 let mut subscriptions = lock(&self.subscriptions);
-                if let Some(sink) = subscriptions.get(&id)
-                    && sink
-                        .send(SessionEvent {
-                            session_id,
-                            event,
-                            data: value::to_json(&data),
-                        })
-                        .is_err()
+                if let Some(sink) = subscriptions.get_mut(&id)
+                    && !sink.offer(SessionEvent {
+                        session_id,
+                        event,
+                        data: value::to_json(&data),
+                    })
                 {
                     subscriptions.remove(&id);
                     drop(subscriptions);
@@ -239,7 +238,7 @@ impl PeerLink {
 
     fn request(
         &self,
-        progress: Option<mpsc::UnboundedSender<Progress>>,
+        progress: Option<mpsc::Sender<Progress>>,
         message: impl FnOnce(u64) -> Vec<u8>,
     ) -> Result<(u64, oneshot::Receiver<Result<Reply, ToolError>>), ToolError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
@@ -314,12 +313,8 @@ impl PeerLink {
 
     /// Streams `events` from the sessions `target` names, until the receiver is dropped
     /// or the link is lost.
-    pub fn subscribe(
-        &self,
-        target: &Target,
-        events: &[String],
-    ) -> Result<mpsc::UnboundedReceiver<SessionEvent>, ToolError> {
-        let (sender, receiver) = mpsc::unbounded_channel();
+    pub fn subscribe(&self, target: &Target, events: &[String]) -> Result<mpsc::Receiver<SessionEvent>, ToolError> {
+        let (sender, receiver) = EventSink::new();
         let (id, _ack) = self.request(None, |id| encode(&PeerOut::Subscribe { id, target, events }))?;
         lock(&self.subscriptions).insert(id, sender);
         Ok(receiver)

@@ -2,8 +2,17 @@
 //! command) call, cancel, list sessions and subscribe through this host. Resolution
 //! happens here, with this host's command table, so every process sees the same
 //! sessions and the same rules.
+//!
+//! A peer is another process of the same user, but not one to trust with the host's
+//! memory: it may open thousands of calls, or stop reading its socket. So each peer has
+//! at most [`PEER_MAX_IN_FLIGHT`] calls and subscriptions open (past that, `busy`), and
+//! what the host queues for it is counted in bytes ([`Outbox`]): events and progress are
+//! dropped past [`PEER_LOSSY_BYTES`] (a subscription then carries one gap saying how many),
+//! and a peer with more than [`peer_queue_limit`] unread is disconnected, as a peer that
+//! stopped answering pings is.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::extract::ws::{Message, WebSocket};
@@ -13,24 +22,91 @@ use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::connection::write_loop;
+use super::events;
 use super::liveness::{self, Silence};
 use super::registry::{self, Outbound, Registry};
-use super::{Call, CallHooks, Progress, SessionEvent, Target};
+use super::{Call, CallHooks, PROGRESS_QUEUE, Progress, SessionEvent, Target};
 use crate::protocol::messages::Frame;
 use crate::protocol::peer::{HostOut, PeerRequest, encode, encode_result};
 use crate::protocol::raw::RawValue;
-use crate::protocol::value;
+use crate::protocol::{ErrorCode, ToolError, value};
 
 /// Close code telling peers the host is shutting down cleanly: they take over at once
 /// instead of waiting out the failover jitter.
 pub const CLOSE_HOST_SHUTDOWN: u16 = 4002;
 
+/// Calls and subscriptions one peer may have open at once; past this, `busy`. Above the
+/// per-session cap (`registry::MAX_IN_FLIGHT`), so that one agent may use several
+/// Studios at full rate, but a bound on what one peer makes the host hold.
+pub const PEER_MAX_IN_FLIGHT: usize = 1024;
+
+/// Bytes queued for a peer past which its events and progress reports are dropped.
+pub const PEER_LOSSY_BYTES: usize = 1024 * 1024;
+
+/// Bytes queued for a peer past which it is disconnected (it is not reading): room for
+/// two of the largest messages on top of the lossy allowance, so a peer that asked for
+/// a few large results in a row is not cut off while it reads them.
+pub fn peer_queue_limit(max_message_bytes: usize) -> usize {
+    PEER_LOSSY_BYTES + 2 * (max_message_bytes + 1024)
+}
+
+/// Close code for a peer disconnected because it left too much unread.
+pub const CLOSE_PEER_TOO_SLOW: u16 = 4004;
+
 type Inflight = Arc<Mutex<HashMap<u64, CancellationToken>>>;
+
+/// What the host has queued for one peer's socket, counted in bytes until its writer has
+/// handed them to the socket.
+#[derive(Clone)]
+struct Outbox {
+    sender: mpsc::UnboundedSender<Outbound>,
+    queued: Arc<AtomicUsize>,
+    limit: usize,
+    /// Cancelled when the peer has more than `limit` unread: the connection ends.
+    overflow: CancellationToken,
+}
+
+impl Outbox {
+    /// Queues a frame that must arrive (a result): past the limit, the peer is dropped.
+    fn send(&self, frame: Vec<u8>) {
+        let before = self.queued.fetch_add(frame.len(), Ordering::Relaxed);
+        if before > 0 && before + frame.len() > self.limit {
+            self.overflow.cancel();
+        }
+        let _ = self.sender.send(Outbound::Frame(Frame::Binary(frame)));
+    }
+
+    /// Queues a frame that may be lost (an event, progress) if there is room for it.
+    fn offer(&self, frame: impl FnOnce() -> Vec<u8>) -> bool {
+        if self.queued.load(Ordering::Relaxed) > PEER_LOSSY_BYTES {
+            return false;
+        }
+        self.send(frame());
+        true
+    }
+
+    fn control(&self, message: Outbound) {
+        let _ = self.sender.send(message);
+    }
+
+    fn is_closed(&self) -> bool {
+        self.sender.is_closed()
+    }
+}
 
 pub async fn serve_peer(socket: WebSocket, registry: Arc<Registry>, shutdown: CancellationToken) {
     let (sink, mut stream) = socket.split();
-    let (outbound, queue) = mpsc::unbounded_channel::<Outbound>();
-    let writer = tokio::spawn(write_loop(sink, queue));
+    let (sender, queue) = mpsc::unbounded_channel::<Outbound>();
+    let queued = Arc::new(AtomicUsize::new(0));
+    let outbound = Outbox {
+        sender,
+        queued: Arc::clone(&queued),
+        limit: peer_queue_limit(registry.max_message_bytes),
+        overflow: CancellationToken::new(),
+    };
+    let writer = tokio::spawn(write_loop(sink, queue, move |written| {
+        queued.fetch_sub(written, Ordering::Relaxed);
+    }));
     let inflight: Inflight = Arc::default();
     let mut ping = liveness::ticker();
     let mut silence = Silence::new(tokio::time::Instant::now());
@@ -39,7 +115,15 @@ pub async fn serve_peer(socket: WebSocket, registry: Arc<Registry>, shutdown: Ca
     loop {
         let message = tokio::select! {
             () = shutdown.cancelled() => {
-                let _ = outbound.send(Outbound::Close(CLOSE_HOST_SHUTDOWN, "host shutting down"));
+                outbound.control(Outbound::Close(CLOSE_HOST_SHUTDOWN, "host shutting down"));
+                break;
+            }
+            () = outbound.overflow.cancelled() => {
+                tracing::warn!(
+                    unread_bytes = outbound.queued.load(Ordering::Relaxed),
+                    "a peer left too much unread; dropping it"
+                );
+                silent = true;
                 break;
             }
             message = stream.next() => message,
@@ -52,11 +136,14 @@ pub async fn serve_peer(socket: WebSocket, registry: Arc<Registry>, shutdown: Ca
                     silent = true;
                     break;
                 }
-                let _ = outbound.send(Outbound::Ping);
+                outbound.control(Outbound::Ping);
                 continue;
             }
         };
         silence.heard(tokio::time::Instant::now());
+        // A peer that always has the next frame ready leaves the host's thread to the
+        // other connections at tokio's usual pace.
+        tokio::task::consume_budget().await;
         let payload: &[u8] = match &message {
             Some(Ok(Message::Binary(bytes))) => bytes,
             Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Text(_))) => continue,
@@ -78,30 +165,61 @@ pub async fn serve_peer(socket: WebSocket, registry: Arc<Registry>, shutdown: Ca
     for token in tokens {
         token.cancel();
     }
+    let overflowed = outbound.overflow.is_cancelled();
     drop(outbound);
     if silent {
         // A peer that stopped reading may never take the rest: do not wait on its socket.
         writer.abort();
+        if overflowed {
+            tracing::debug!(code = CLOSE_PEER_TOO_SLOW, "peer dropped for leaving too much unread");
+        }
     } else {
         let _ = writer.await;
     }
     tracing::debug!("peer disconnected");
 }
 
-fn send(outbound: &mpsc::UnboundedSender<Outbound>, message: &HostOut<'_>) {
-    let _ = outbound.send(Outbound::Frame(Frame::Binary(encode(message))));
+fn send(outbound: &Outbox, message: &HostOut<'_>) {
+    outbound.send(encode(message));
 }
 
-fn send_result(outbound: &mpsc::UnboundedSender<Outbound>, message: &HostOut<'_>, result: Option<&RawValue>) {
-    let _ = outbound.send(Outbound::Frame(Frame::Binary(encode_result(message, result))));
+fn send_result(outbound: &Outbox, message: &HostOut<'_>, result: Option<&RawValue>) {
+    outbound.send(encode_result(message, result));
 }
 
-fn handle(
-    request: PeerRequest,
-    registry: &Arc<Registry>,
-    outbound: &mpsc::UnboundedSender<Outbound>,
-    inflight: &Inflight,
-) {
+fn send_error(outbound: &Outbox, id: u64, error: &ToolError) {
+    send(
+        outbound,
+        &HostOut::Result {
+            id,
+            ok: false,
+            error: Some(error),
+            session_id: None,
+            context: None,
+        },
+    );
+}
+
+/// Registers a call or subscription of this peer, unless it has too many open.
+fn open(inflight: &Inflight, id: u64, outbound: &Outbox) -> Option<CancellationToken> {
+    let mut open = inflight.lock().unwrap_or_else(|p| p.into_inner());
+    if open.len() >= PEER_MAX_IN_FLIGHT {
+        drop(open);
+        let error = ToolError::new(
+            ErrorCode::Busy,
+            format!(
+                "This process already has {PEER_MAX_IN_FLIGHT} calls and subscriptions open through the bridge host, the most one process may. Wait for some to finish, then retry."
+            ),
+        );
+        send_error(outbound, id, &error);
+        return None;
+    }
+    let cancel = CancellationToken::new();
+    open.insert(id, cancel.clone());
+    Some(cancel)
+}
+
+fn handle(request: PeerRequest, registry: &Arc<Registry>, outbound: &Outbox, inflight: &Inflight) {
     match request {
         PeerRequest::Call {
             id,
@@ -112,11 +230,9 @@ fn handle(
             plugin_timeout_ms,
             default_context,
         } => {
-            let cancel = CancellationToken::new();
-            inflight
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(id, cancel.clone());
+            let Some(cancel) = open(inflight, id, outbound) else {
+                return;
+            };
             let call = Call {
                 target,
                 action,
@@ -125,19 +241,18 @@ fn handle(
                 timeout: std::time::Duration::from_millis(timeout_ms),
                 plugin_timeout: plugin_timeout_ms.map(std::time::Duration::from_millis),
             };
-            let (progress_tx, mut progress_rx) = mpsc::unbounded_channel::<Progress>();
+            let (progress_tx, mut progress_rx) = mpsc::channel::<Progress>(PROGRESS_QUEUE);
             let progress_out = outbound.clone();
             tokio::spawn(async move {
                 while let Some(p) = progress_rx.recv().await {
-                    send(
-                        &progress_out,
-                        &HostOut::Progress {
+                    progress_out.offer(|| {
+                        encode(&HostOut::Progress {
                             id,
                             progress: p.progress,
                             total: p.total,
                             message: p.message.as_deref(),
-                        },
-                    );
+                        })
+                    });
                 }
             });
             let registry = Arc::clone(registry);
@@ -165,16 +280,7 @@ fn handle(
                         },
                         Some(&reply.value),
                     ),
-                    Err(error) => send(
-                        &outbound,
-                        &HostOut::Result {
-                            id,
-                            ok: false,
-                            error: Some(error),
-                            session_id: None,
-                            context: None,
-                        },
-                    ),
+                    Err(error) => send_error(&outbound, id, error),
                 }
                 inflight.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
             });
@@ -207,11 +313,9 @@ fn handle(
             });
         }
         PeerRequest::Subscribe { id, target, events } => {
-            let cancel = CancellationToken::new();
-            inflight
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(id, cancel.clone());
+            let Some(cancel) = open(inflight, id, outbound) else {
+                return;
+            };
             let registry = Arc::clone(registry);
             let outbound = outbound.clone();
             send_result(
@@ -225,16 +329,27 @@ fn handle(
                 },
                 Some(&RawValue::encode(&Msgpack::Map(Vec::new()))),
             );
+            // Events the peer's socket had no room for, reported once there is.
+            let mut dropped = 0u64;
             tokio::spawn(forward_events(registry, target, events, cancel, move |event| {
-                send(
-                    &outbound,
-                    &HostOut::Event {
+                let frame = |event: &SessionEvent| {
+                    encode(&HostOut::Event {
                         id,
                         session_id: &event.session_id,
                         event: &event.event,
                         data: &event.data,
-                    },
-                );
+                    })
+                };
+                if dropped > 0 {
+                    if !outbound.offer(|| frame(&events::fell_behind(dropped))) {
+                        dropped += 1;
+                        return !outbound.is_closed();
+                    }
+                    dropped = 0;
+                }
+                if !outbound.offer(|| frame(&event)) {
+                    dropped += 1;
+                }
                 !outbound.is_closed()
             }));
         }
@@ -245,7 +360,8 @@ fn handle(
 /// Feeds a subscriber (a peer's `subscribe`, or this host's own `logs --follow`) the
 /// events it asked for until `deliver` says it is gone, it is cancelled, or the host
 /// stops. One forwarder for both, so they cannot diverge: a subscriber that falls behind
-/// a burst skips what it missed (with a warning) and carries on; it never ends silently.
+/// a burst skips what it missed, is told so by a gap event, and carries on; it never
+/// ends silently.
 pub(super) async fn forward_events(
     registry: Arc<Registry>,
     target: Target,
@@ -261,7 +377,8 @@ pub(super) async fn forward_events(
         };
         match event {
             Ok(event) => {
-                let wanted = events.is_empty() || events.contains(&event.event);
+                // A gap is part of every stream: it says what the stream lost.
+                let wanted = events.is_empty() || events.contains(&event.event) || event.event == events::GAP_EVENT;
                 if wanted && matches_target(&registry, &target, &event.session_id) && !deliver(event) {
                     return;
                 }
@@ -271,6 +388,9 @@ pub(super) async fn forward_events(
                     missed,
                     "a subscriber fell behind a burst of events; {missed} were skipped"
                 );
+                if !deliver(events::fell_behind(missed)) {
+                    return;
+                }
             }
             Err(broadcast::error::RecvError::Closed) => return,
         }

@@ -85,7 +85,7 @@ enum Registered {
 
 struct Pending {
     reply: oneshot::Sender<Result<RawValue, ToolError>>,
-    progress: Option<mpsc::UnboundedSender<Progress>>,
+    progress: Option<mpsc::Sender<Progress>>,
 }
 
 impl Link {
@@ -142,7 +142,7 @@ impl Link {
             progress: Some(sink), ..
         }) = lock(&self.pending).get(&id)
         {
-            let _ = sink.send(update);
+            let _ = sink.try_send(update);
         }
     }
 

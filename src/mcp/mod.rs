@@ -5,6 +5,7 @@
 //! call, forwards progress and cancellation, and maps results and errors (TOOLS.md, What
 //! the agent sees). It holds no command-specific logic.
 
+mod backlog;
 mod nesting;
 pub mod policy;
 mod splice;
@@ -22,7 +23,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value as Json;
 use tokio::sync::mpsc;
 
-use crate::bridge::{Bridge, CallHooks, Progress, Target};
+use crate::bridge::{Bridge, CallHooks, PROGRESS_QUEUE, Progress, Target};
 use crate::commands::sessions::ActivePolicy;
 use crate::commands::{self, Body, DynCommand, InvocationParts, Kind, Limits, Output};
 use crate::protocol::{ErrorCode, SERVER_VERSION, ToolError};
@@ -193,7 +194,7 @@ impl ServerHandler for McpServer {
             return Ok(error_result(&error).into());
         }
         let progress = context.meta.get_progress_token().map(|token| {
-            let (sender, mut updates) = mpsc::unbounded_channel::<Progress>();
+            let (sender, mut updates) = mpsc::channel::<Progress>(PROGRESS_QUEUE);
             let peer = context.peer.clone();
             tokio::spawn(async move {
                 while let Some(update) = updates.recv().await {
@@ -234,8 +235,11 @@ pub async fn serve_stdio(bridge: Bridge, limits: Limits, policy: Policy) -> anyh
     let splicer = Splicer::new();
     let server = McpServer::with_splicer(bridge, limits, policy, Arc::clone(&splicer));
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
-    let stdout = splice::SplicingWriter::new(stdout, splicer);
-    let running = server.serve((nesting::NestingGuard::new(stdin), stdout)).await?;
+    let backlog = backlog::Backlog::new();
+    let stdout = backlog::AnswerCounter::new(splice::SplicingWriter::new(stdout, splicer), Arc::clone(&backlog));
+    let running = server
+        .serve((nesting::NestingGuard::new(stdin, backlog), stdout))
+        .await?;
     let reason = running.waiting().await?;
     tracing::info!(?reason, "MCP client disconnected");
     Ok(())

@@ -10,16 +10,38 @@
 //! (-32700) for that id. A too-deep line whose id cannot be read becomes a line rmcp
 //! answers with its own "Invalid request" (-32600) and a null id; a notification (no
 //! id) is dropped, as notifications get no answer.
+//!
+//! It also paces what rmcp reads: rmcp spawns a task for every request it reads, and it
+//! reads all a client has pipelined before any of those tasks runs, so a burst of 10,000
+//! `tools/call` lines held 10,000 tasks (and 90 MiB) at once. After handing rmcp
+//! [`LINES_PER_TURN`] lines, the reader yields once to the runtime, which runs the tasks
+//! already spawned (a call past the bridge's caps is answered `busy` and gone) before
+//! rmcp reads on. A client sending one request at a time never reaches the pace. And
+//! it stops handing out requests while too many are unanswered (see `backlog.rs`).
 
+use std::collections::VecDeque;
 use std::io;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use tokio::io::{AsyncRead, ReadBuf};
+
+use super::backlog::Backlog;
 
 /// Deepest nesting passed through. serde_json's own limit is 128; this stays below it
 /// so that whatever rmcp wraps around the message still parses.
 pub const MAX_DEPTH: usize = 100;
+
+/// Lines handed to rmcp before the reader yields to the runtime once.
+pub const LINES_PER_TURN: usize = 32;
+
+/// How long the reader waits for room in the backlog with no answer going out before it
+/// hands out one more turn anyway. rmcp skips some malformed lines without answering
+/// them, and a line counted as a request that is never answered must not stop the
+/// reader for good.
+const BACKLOG_STALL: Duration = Duration::from_secs(2);
 
 /// The tool name a too-deep request is replaced with (never listed by `tools/list`).
 const TOO_DEEP_TOOL: &str = "studio-bridge/nesting-too-deep";
@@ -46,10 +68,27 @@ pub struct NestingGuard<R> {
     ready_at: usize,
     chunk: Box<[u8]>,
     eof: bool,
+    /// Lines handed out since the last yield.
+    handed: usize,
+    /// What each complete line in `ready` is, in order.
+    kinds: VecDeque<LineKind>,
+    backlog: Arc<Backlog>,
+    /// Running while the reader waits for room in the backlog.
+    stall: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+/// What the backlog needs to know of a line handed to rmcp.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum LineKind {
+    /// A request: rmcp answers it.
+    Request,
+    /// `notifications/cancelled`: rmcp will not answer the request it names.
+    Cancelled,
+    Other,
 }
 
 impl<R> NestingGuard<R> {
-    pub fn new(inner: R) -> NestingGuard<R> {
+    pub fn new(inner: R, backlog: Arc<Backlog>) -> NestingGuard<R> {
         NestingGuard {
             inner,
             partial: Vec::new(),
@@ -57,6 +96,10 @@ impl<R> NestingGuard<R> {
             ready_at: 0,
             chunk: vec![0; 64 * 1024].into_boxed_slice(),
             eof: false,
+            handed: 0,
+            kinds: VecDeque::new(),
+            backlog,
+            stall: None,
         }
     }
 
@@ -68,11 +111,15 @@ impl<R> NestingGuard<R> {
             let end = search + offset + 1;
             let line = &self.partial[start..end];
             match checked(line) {
-                Checked::Pass => self.ready.extend_from_slice(line),
+                Checked::Pass(kind) => {
+                    self.ready.extend_from_slice(line);
+                    self.kinds.push_back(kind);
+                }
                 Checked::Replace(replacement) => {
                     tracing::warn!(bytes = line.len(), "answered a request nested too deep to parse");
                     self.ready.extend_from_slice(replacement.as_bytes());
                     self.ready.push(b'\n');
+                    self.kinds.push_back(LineKind::Request);
                 }
                 Checked::Drop => tracing::warn!("dropped a notification nested too deep to parse"),
             }
@@ -88,8 +135,42 @@ impl<R: AsyncRead + Unpin> AsyncRead for NestingGuard<R> {
         let this = &mut *self;
         loop {
             if this.ready_at < this.ready.len() {
-                let n = buf.remaining().min(this.ready.len() - this.ready_at);
-                buf.put_slice(&this.ready[this.ready_at..this.ready_at + n]);
+                if this.handed >= LINES_PER_TURN {
+                    this.handed = 0;
+                    cx.waker().wake_by_ref();
+                    return Poll::Pending;
+                }
+                if this.backlog.poll_room(cx).is_pending() {
+                    let stall = this
+                        .stall
+                        .get_or_insert_with(|| Box::pin(tokio::time::sleep(BACKLOG_STALL)));
+                    if stall.as_mut().poll(cx).is_pending() {
+                        return Poll::Pending;
+                    }
+                    tracing::debug!("no answer went out while the backlog was full; reading on");
+                }
+                this.stall = None;
+                let ready = &this.ready[this.ready_at..];
+                let window = &ready[..buf.remaining().min(ready.len())];
+                // What fits, but no further than the end of this turn's last line.
+                let mut n = window.len();
+                let mut lines = 0;
+                for at in memchr::memchr_iter(b'\n', window) {
+                    lines += 1;
+                    if this.handed + lines == LINES_PER_TURN {
+                        n = at + 1;
+                        break;
+                    }
+                }
+                this.handed += lines;
+                for _ in 0..lines {
+                    match this.kinds.pop_front() {
+                        Some(LineKind::Request) => this.backlog.read_request(),
+                        Some(LineKind::Cancelled) => this.backlog.answered(1),
+                        Some(LineKind::Other) | None => {}
+                    }
+                }
+                buf.put_slice(&window[..n]);
                 this.ready_at += n;
                 if this.ready_at == this.ready.len() {
                     this.ready.clear();
@@ -125,7 +206,7 @@ impl<R: AsyncRead + Unpin> AsyncRead for NestingGuard<R> {
 }
 
 enum Checked {
-    Pass,
+    Pass(LineKind),
     Replace(String),
     Drop,
 }
@@ -133,7 +214,13 @@ enum Checked {
 fn checked(line: &[u8]) -> Checked {
     let scan = scan(line);
     if scan.max_depth <= MAX_DEPTH {
-        return Checked::Pass;
+        return Checked::Pass(match (scan.has_method, scan.has_id_key) {
+            (true, true) => LineKind::Request,
+            (true, false) if memchr::memmem::find(line, b"\"notifications/cancelled\"").is_some() => {
+                LineKind::Cancelled
+            }
+            _ => LineKind::Other,
+        });
     }
     match scan.id {
         Some(id) => Checked::Replace(format!(
@@ -247,7 +334,7 @@ mod tests {
     }
 
     async fn through_guard(input: &str) -> String {
-        let mut guard = NestingGuard::new(input.as_bytes());
+        let mut guard = NestingGuard::new(input.as_bytes(), Backlog::new());
         let mut out = String::new();
         guard.read_to_string(&mut out).await.unwrap();
         out
@@ -261,6 +348,34 @@ mod tests {
         let found = scan(br#"{"params":{"id":1},"id":"x\"y"}"#);
         assert_eq!(found.id.as_deref(), Some(r#""x\"y""#), "only the top-level id");
         assert!(!scan(br#"{"method":"m","params":{"id":1}}"#).has_id_key);
+    }
+
+    #[test]
+    fn a_burst_is_handed_on_a_turn_at_a_time_and_unchanged() {
+        let input: String = (0..100).map(|n| format!("{}\n", call(&n.to_string(), 2))).collect();
+        let mut guard = NestingGuard::new(input.as_bytes(), Backlog::new());
+        let waker = futures_util::task::noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        let mut space = vec![0u8; 1 << 20];
+        let (mut out, mut turns, mut this_turn) = (Vec::new(), Vec::new(), 0);
+        loop {
+            let mut buf = ReadBuf::new(&mut space);
+            match Pin::new(&mut guard).poll_read(&mut cx, &mut buf) {
+                Poll::Pending => turns.push(std::mem::take(&mut this_turn)),
+                Poll::Ready(Ok(())) if buf.filled().is_empty() => break,
+                Poll::Ready(Ok(())) => {
+                    this_turn += buf.filled().iter().filter(|&&b| b == b'\n').count();
+                    out.extend_from_slice(buf.filled());
+                }
+                Poll::Ready(Err(error)) => panic!("{error}"),
+            }
+        }
+        turns.push(this_turn);
+        assert_eq!(String::from_utf8(out).unwrap(), input);
+        assert_eq!(
+            turns,
+            [LINES_PER_TURN, LINES_PER_TURN, LINES_PER_TURN, 100 - 3 * LINES_PER_TURN]
+        );
     }
 
     #[tokio::test]

@@ -228,6 +228,36 @@ impl FakePlugin {
         let _ = sender.send(Control::Send(encode(&message, self.shared.identity.framing)));
     }
 
+    /// Sends `count` `log` events (seq 1…count, each with a body of `body_bytes`) at
+    /// `per_second`, as a script printing in a tight loop makes the plugin do; returns
+    /// once all are written. Requests are not read meanwhile.
+    pub async fn flood_logs(&self, count: u64, per_second: u64, body_bytes: usize) {
+        let body = "x".repeat(body_bytes);
+        let framing = self.shared.identity.framing;
+        let frames: Vec<Message> = (1..=count)
+            .map(|seq| {
+                let data = map(vec![
+                    ("seq", seq.into()),
+                    ("level", "Print".into()),
+                    ("body", body.as_str().into()),
+                    ("timestamp", 0.into()),
+                ]);
+                encode(
+                    &map(vec![("t", "event".into()), ("event", "log".into()), ("data", data)]),
+                    framing,
+                )
+            })
+            .collect();
+        let (done, finished) = tokio::sync::oneshot::channel();
+        let sender = self.shared.current.lock().unwrap().clone().expect("connected");
+        let _ = sender.send(Control::Flood {
+            frames,
+            per_second,
+            done,
+        });
+        finished.await.expect("the flood ran");
+    }
+
     /// Carries one more session over this plugin's socket, as the edit plugin carries a
     /// playtest's server and clients: says its `hello` now and after every reconnect.
     pub fn carry(&self, identity: Identity) {
@@ -329,6 +359,12 @@ fn hello_fields(identity: &Identity) -> Value {
 enum Control {
     Send(Message),
     Drop(Option<Duration>),
+    /// Send these frames at this rate, then say so.
+    Flood {
+        frames: Vec<Message>,
+        per_second: u64,
+        done: tokio::sync::oneshot::Sender<()>,
+    },
 }
 
 async fn run(shared: Arc<Shared>) {
@@ -377,6 +413,23 @@ async fn serve(
                     if sink.send(message).await.is_err() {
                         return Some(Duration::from_millis(50));
                     }
+                }
+                Some(Control::Flood { frames, per_second, done }) => {
+                    // In 100 slices a second, each flushed at once.
+                    let slice = (per_second / 100).max(1) as usize;
+                    let mut tick = tokio::time::interval(Duration::from_millis(10));
+                    for chunk in frames.chunks(slice) {
+                        tick.tick().await;
+                        for frame in chunk {
+                            if sink.feed(frame.clone()).await.is_err() {
+                                return Some(Duration::from_millis(50));
+                            }
+                        }
+                        if sink.flush().await.is_err() {
+                            return Some(Duration::from_millis(50));
+                        }
+                    }
+                    let _ = done.send(());
                 }
                 Some(Control::Drop(again)) => {
                     // Abrupt: no close frame, as when Studio's process dies.

@@ -1,0 +1,356 @@
+//! Floods (issue #16): a plugin pushing 100,000 events a second, a peer opening 10,000
+//! calls, an MCP client pipelining 10,000 calls. Each runs against a real `studio-bridge
+//! mcp` host and asserts that every caller got an answer (or `busy`), that nothing was
+//! lost without being counted, that another session kept answering meanwhile, and that
+//! the host's peak memory (VmHWM) stayed under a bound the unbounded queues overran.
+//! The bounds themselves are in docs/protocol.md (Floods).
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::process::Stdio;
+use std::time::Duration;
+
+use futures_util::stream::{SplitSink, SplitStream};
+use futures_util::{SinkExt, StreamExt};
+use rmpv::Value;
+use serde_json::{Value as Json, json};
+use support::fake_plugin::{FakePlugin, Identity, Reply, handler, studio_like, value_map};
+use support::free_port;
+use support::mcp_client::{Mcp, binary, empty_config_dir};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+/// The most memory a flooded host may reach. Idle it holds about 10 MiB; each flood
+/// below, unbounded, queues over 100 MiB.
+const PEAK_RSS_LIMIT_MIB: f64 = 64.0;
+
+/// The peak resident memory of process `pid` so far, in MiB.
+fn peak_rss_mib(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read /proc/<pid>/status");
+    let kib: f64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM in /proc/<pid>/status");
+    kib / 1024.0
+}
+
+type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// A peer of the host, speaking docs/protocol.md (Peers) directly.
+async fn raw_peer(port: u16) -> (SplitSink<Socket, Message>, SplitStream<Socket>) {
+    let token = std::fs::read_to_string(studio_bridge::bridge::token::token_path(port)).expect("the host's token");
+    let mut request = format!("ws://127.0.0.1:{port}/v1/client")
+        .into_client_request()
+        .unwrap();
+    request
+        .headers_mut()
+        .insert("authorization", format!("Bearer {}", token.trim()).parse().unwrap());
+    let (socket, _) = tokio_tungstenite::connect_async(request).await.expect("the peer joins");
+    socket.split()
+}
+
+fn frame(value: &Value) -> Message {
+    let mut bytes = Vec::new();
+    rmpv::encode::write_value(&mut bytes, value).unwrap();
+    Message::Binary(bytes.into())
+}
+
+/// The next peer-protocol frame (pings and pongs skipped).
+async fn next_frame(stream: &mut SplitStream<Socket>) -> Value {
+    loop {
+        let message = tokio::time::timeout(Duration::from_secs(60), stream.next())
+            .await
+            .expect("the host answers")
+            .expect("the link stays open")
+            .expect("a frame");
+        if let Message::Binary(bytes) = message {
+            return rmpv::decode::read_value(&mut &bytes[..]).expect("msgpack");
+        }
+    }
+}
+
+fn field<'a>(value: &'a Value, key: &str) -> &'a Value {
+    value
+        .as_map()
+        .and_then(|m| m.iter().find(|(k, _)| k.as_str() == Some(key)))
+        .map_or(&Value::Nil, |(_, v)| v)
+}
+
+fn subscribe(id: u64, target: Value) -> Message {
+    frame(&value_map(vec![
+        ("t", "subscribe".into()),
+        ("id", id.into()),
+        ("target", target),
+        ("events", Value::Array(vec!["log".into()])),
+    ]))
+}
+
+/// `exec` of this script on `session`, through the MCP host, succeeds.
+async fn quiet_call_succeeds(mcp: &Mcp, session: &str) {
+    let result = mcp
+        .ok("studio_exec", json!({"script": "return 1", "sessionId": session}))
+        .await;
+    assert_eq!(result["sessionId"], session, "{result}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_flooding_events_is_bounded_and_every_dropped_event_is_counted() {
+    const FLOOD: u64 = 200_000;
+    let port = free_port();
+    let host = Mcp::spawn(port, &[]).await;
+    let flooder = FakePlugin::connect(port, Identity::edit("F"), studio_like()).await;
+    let _quiet = FakePlugin::connect(port, Identity::edit("Q"), studio_like()).await;
+
+    // One subscriber that reads, and one that stops reading after its subscription is
+    // acknowledged (the host must not queue the flood for it).
+    let (mut reader_sink, mut reader) = raw_peer(port).await;
+    reader_sink
+        .send(subscribe(1, value_map(vec![("sessionId", "F-edit".into())])))
+        .await
+        .unwrap();
+    assert_eq!(field(&next_frame(&mut reader).await, "ok"), &Value::from(true));
+    let (mut stalled_sink, mut stalled) = raw_peer(port).await;
+    stalled_sink.send(subscribe(1, value_map(vec![]))).await.unwrap();
+    assert_eq!(field(&next_frame(&mut stalled).await, "ok"), &Value::from(true));
+
+    let reading = tokio::spawn(async move {
+        // Every log line received (by seq, in order) and every drop reported, until a line
+        // after the flood arrives with the books balanced: every line up to it delivered
+        // or counted as dropped. (A count is reported with a later line, so the books
+        // balance only once the stream has gone on past the flood.)
+        let mut seqs = Vec::new();
+        let mut dropped = 0u64;
+        let mut gaps = 0usize;
+        loop {
+            let message = next_frame(&mut reader).await;
+            let data = field(&message, "data");
+            match field(&message, "event").as_str() {
+                Some("log") => {
+                    let seq = field(data, "seq").as_u64().expect("seq");
+                    seqs.push(seq);
+                    if seq > FLOOD && seqs.len() as u64 + dropped == seq {
+                        return (seqs, dropped, gaps);
+                    }
+                }
+                Some("gap") => {
+                    gaps += 1;
+                    dropped += field(data, "dropped").as_u64().expect("a gap from a drop counts it");
+                }
+                other => panic!("unexpected event {other:?}: {message}"),
+            }
+        }
+    });
+
+    // 100,000 events a second for two seconds, 512-byte lines; meanwhile the other
+    // Studio answers call after call.
+    let started = std::time::Instant::now();
+    let flood = async {
+        flooder.flood_logs(FLOOD, 100_000, 512).await;
+        started.elapsed()
+    };
+    let calls = async {
+        let mut answered = 0;
+        for _ in 0..20 {
+            quiet_call_succeeds(&host, "Q-edit").await;
+            answered += 1;
+        }
+        answered
+    };
+    let (flooded_in, answered) = tokio::join!(flood, calls);
+    assert_eq!(answered, 20);
+
+    // Lines after the flood, a few a second, as a script prints after a loop: each passes,
+    // behind a gap for what was dropped before it.
+    let mut seq = FLOOD;
+    let (seqs, dropped, gaps) = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            if reading.is_finished() {
+                break reading.await.unwrap();
+            }
+            seq += 1;
+            flooder.send_event(
+                "log",
+                value_map(vec![
+                    ("seq", seq.into()),
+                    ("level", "Print".into()),
+                    ("body", "after".into()),
+                    ("timestamp", 0.into()),
+                ]),
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await
+    .expect("the reading subscriber's books balanced after the flood");
+    let peak = peak_rss_mib(host.pid);
+    eprintln!(
+        "event flood: {FLOOD} sent in {flooded_in:.1?} ({:.0}/s), then {} more; {} delivered, {dropped} dropped in {gaps} gaps; host peak RSS {peak:.1} MiB",
+        FLOOD as f64 / flooded_in.as_secs_f64(),
+        seq - FLOOD,
+        seqs.len()
+    );
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "lines arrive in order");
+    assert!(*seqs.last().unwrap() > FLOOD, "the lines after the flood arrive");
+    assert!(dropped > 0 && gaps > 0, "a flood past the budget drops, and says so");
+    assert!(peak < PEAK_RSS_LIMIT_MIB, "host peak RSS {peak:.1} MiB");
+    drop(stalled);
+    drop(stalled_sink);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_opening_ten_thousand_calls_gets_an_answer_or_busy_for_each() {
+    const CALLS: u64 = 10_000;
+    const STUDIOS: u64 = 5;
+    let port = free_port();
+    let host = Mcp::spawn(port, &[]).await;
+    let holds = handler(|action, args| match action {
+        "exec" if args["script"].as_str() == Some("hold") => Reply::Never,
+        _ => studio_like()(action, args),
+    });
+    let mut held = Vec::new();
+    for n in 0..STUDIOS {
+        held.push(FakePlugin::connect(port, Identity::edit(&format!("H{n}")), holds.clone()).await);
+    }
+    let _quiet = FakePlugin::connect(port, Identity::edit("Q"), studio_like()).await;
+
+    // 10,000 calls in one burst, round-robin over five Studios that never answer them.
+    let (mut sink, mut stream) = raw_peer(port).await;
+    for id in 1..=CALLS {
+        let call = value_map(vec![
+            ("t", "call".into()),
+            ("id", id.into()),
+            (
+                "target",
+                value_map(vec![("sessionId", format!("H{}-edit", id % STUDIOS).into())]),
+            ),
+            ("action", "exec".into()),
+            ("args", value_map(vec![("script", "hold".into())])),
+            ("timeoutMs", 120_000.into()),
+        ]);
+        sink.feed(frame(&call)).await.unwrap();
+    }
+    sink.flush().await.unwrap();
+
+    // The first 1,024 (the peer's cap) are open; every other one is answered `busy`.
+    let open = studio_bridge::bridge::peer_server::PEER_MAX_IN_FLIGHT as u64;
+    let mut busy = BTreeSet::new();
+    while (busy.len() as u64) < CALLS - open {
+        let answer = next_frame(&mut stream).await;
+        assert_eq!(field(&answer, "t").as_str(), Some("result"), "{answer}");
+        assert_eq!(field(&answer, "ok"), &Value::from(false), "{answer}");
+        assert_eq!(
+            field(field(&answer, "error"), "code").as_str(),
+            Some("busy"),
+            "{answer}"
+        );
+        busy.insert(field(&answer, "id").as_u64().expect("id"));
+    }
+    assert_eq!(
+        busy.first(),
+        Some(&(open + 1)),
+        "the calls past the cap are the busy ones"
+    );
+    assert_eq!(busy.last(), Some(&CALLS));
+    let requests = || held.iter().map(|p| p.log().requests.len()).sum::<usize>();
+    support::wait_for("the open calls to reach the Studios", Duration::from_secs(30), || {
+        requests() == open as usize
+    })
+    .await;
+
+    // Another Studio answers meanwhile, through the same host.
+    quiet_call_succeeds(&host, "Q-edit").await;
+    let peak = peak_rss_mib(host.pid);
+
+    // The peer leaves: every call it had open is cancelled in its Studio.
+    drop(sink);
+    drop(stream);
+    let cancels = || held.iter().map(|p| p.log().cancels.len()).sum::<usize>();
+    support::wait_for("the open calls cancelled", Duration::from_secs(30), || {
+        cancels() == open as usize
+    })
+    .await;
+    assert_eq!(requests(), open as usize, "nothing past the cap reached a Studio");
+    eprintln!(
+        "peer flood: {CALLS} calls, {open} open, {} busy; host peak RSS {peak:.1} MiB",
+        busy.len()
+    );
+    assert!(peak < PEAK_RSS_LIMIT_MIB, "host peak RSS {peak:.1} MiB");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_client_pipelining_ten_thousand_calls_gets_ten_thousand_answers() {
+    const CALLS: u64 = 10_000;
+    let port = free_port();
+    let mut child = tokio::process::Command::new(binary())
+        .args([
+            "mcp",
+            "--port",
+            &port.to_string(),
+            "--no-install-plugin",
+            "--allow-unpaired",
+        ])
+        .env("STUDIO_BRIDGE_LOG", "warn")
+        .env("STUDIO_BRIDGE_CONFIG_DIR", empty_config_dir())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn studio-bridge mcp");
+    let pid = child.id().expect("pid");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let _plugin = FakePlugin::connect(port, Identity::edit("A"), studio_like()).await;
+
+    let initialize = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"flood","version":"0"}}}"#;
+    stdin.write_all(format!("{initialize}\n").as_bytes()).await.unwrap();
+    let reply: Json = serde_json::from_str(&lines.next_line().await.unwrap().expect("initialize reply")).unwrap();
+    assert_eq!(reply["id"], 0, "{reply}");
+    let mut burst = String::from("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
+    for id in 1..=CALLS {
+        burst.push_str(&format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"studio_exec\",\"arguments\":{{\"script\":\"return {id}\"}}}}}}\n"
+        ));
+    }
+    // Written from a task: the server answers while it is still reading.
+    let writer = tokio::spawn(async move {
+        stdin.write_all(burst.as_bytes()).await.unwrap();
+        stdin.flush().await.unwrap();
+        stdin
+    });
+
+    let (mut ok, mut busy) = (0u64, 0u64);
+    let mut ids = BTreeSet::new();
+    while (ids.len() as u64) < CALLS {
+        let line = tokio::time::timeout(Duration::from_secs(120), lines.next_line())
+            .await
+            .expect("the server keeps answering")
+            .unwrap()
+            .expect("stdout stays open");
+        let reply: Json = serde_json::from_str(&line).expect("a JSON-RPC line");
+        let Some(id) = reply["id"].as_u64() else { continue };
+        assert!(ids.insert(id), "id {id} answered twice");
+        let result = &reply["result"];
+        if result["isError"] == true {
+            let text = result["content"][0]["text"].as_str().expect("an error text block");
+            let error: Json = serde_json::from_str(text).expect("the error text is JSON");
+            assert_eq!(error["error"]["code"], "busy", "{reply}");
+            busy += 1;
+        } else {
+            assert_eq!(result["structuredContent"]["success"], true, "{reply}");
+            ok += 1;
+        }
+    }
+    let _stdin = writer.await.unwrap();
+    let peak = peak_rss_mib(pid);
+    eprintln!("MCP flood: {CALLS} pipelined calls, {ok} ok, {busy} busy; host peak RSS {peak:.1} MiB");
+    assert_eq!(ids.len() as u64, CALLS);
+    assert_eq!((ids.first(), ids.last()), (Some(&1), Some(&CALLS)));
+    assert!(ok > 0, "calls within the cap ran");
+    assert!(peak < PEAK_RSS_LIMIT_MIB, "host peak RSS {peak:.1} MiB");
+}
