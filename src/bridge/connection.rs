@@ -16,6 +16,7 @@ use super::budget;
 use super::events::{Admit, EventBudget};
 use super::pairing::Pairing;
 use super::registry::{Link, Outbound, Registry};
+use super::turns::Turns;
 use super::{Progress, SessionEvent};
 use crate::protocol::messages::{
     FrameError, Framing, Hello, HostMessage, PluginFailure, PluginMessage, Routed, encode_frame,
@@ -308,10 +309,11 @@ async fn read_loop(
         events: EventBudget::new(tokio::time::Instant::now()),
         progress: EventBudget::new(tokio::time::Instant::now()),
     };
+    let mut turns = Turns::default();
     loop {
-        // A socket that always has the next frame ready (a flood of events) gives the
-        // host's thread back to the other connections at tokio's usual pace.
-        tokio::task::consume_budget().await;
+        // A socket that always has the next frame ready (a flood of events) takes turns
+        // with the other connections (see `turns.rs`).
+        turns.frame().await;
         let message = tokio::select! {
             () = shutdown.cancelled() => return End::Shutdown,
             message = stream.next() => message,

@@ -24,6 +24,7 @@ pub mod probe;
 pub mod registry;
 pub mod resolve;
 pub mod token;
+mod turns;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -25,6 +25,7 @@ use super::connection::write_loop;
 use super::events;
 use super::liveness::{self, Silence};
 use super::registry::{self, Outbound, Registry};
+use super::turns::Turns;
 use super::{Call, CallHooks, PROGRESS_QUEUE, Progress, SessionEvent, Target};
 use crate::protocol::messages::Frame;
 use crate::protocol::peer::{HostOut, PeerRequest, encode, encode_result};
@@ -111,6 +112,7 @@ pub async fn serve_peer(socket: WebSocket, registry: Arc<Registry>, shutdown: Ca
     let mut ping = liveness::ticker();
     let mut silence = Silence::new(tokio::time::Instant::now());
     let mut silent = false;
+    let mut turns = Turns::default();
     tracing::debug!("peer connected");
     loop {
         let message = tokio::select! {
@@ -141,9 +143,9 @@ pub async fn serve_peer(socket: WebSocket, registry: Arc<Registry>, shutdown: Ca
             }
         };
         silence.heard(tokio::time::Instant::now());
-        // A peer that always has the next frame ready leaves the host's thread to the
-        // other connections at tokio's usual pace.
-        tokio::task::consume_budget().await;
+        // A peer that always has the next frame ready takes turns with the other
+        // connections (see `turns.rs`).
+        turns.frame().await;
         let payload: &[u8] = match &message {
             Some(Ok(Message::Binary(bytes))) => bytes,
             Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Text(_))) => continue,
