@@ -141,7 +141,14 @@ impl Machine {
     }
 
     fn serve(&self) -> tokio::process::Child {
-        self.command(&["serve", "--no-install-plugin", "--port", &self.port.to_string()])
+        self.serve_with(&[])
+    }
+
+    fn serve_with(&self, extra: &[&str]) -> tokio::process::Child {
+        let port = self.port.to_string();
+        let mut args = vec!["serve", "--no-install-plugin", "--port", &port];
+        args.extend_from_slice(extra);
+        self.command(&args)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .kill_on_drop(true)
@@ -404,4 +411,41 @@ async fn a_rotated_secret_is_a_problem_naming_install_plugin() {
         "{}",
         human.stdout
     );
+}
+
+#[tokio::test]
+async fn a_host_that_allows_unpaired_plugins_is_named_and_pairing_problems_become_warnings() {
+    let machine = Machine::new("unpaired");
+    let stale = machine.plugins("stale");
+    let fresh = machine.plugins("fresh");
+    machine.install(&["--out", stale.to_str().unwrap()]).await;
+    // The secret is rotated by a second install: the first one now carries an old one.
+    machine
+        .install(&["--rotate-secret", "--out", fresh.to_str().unwrap()])
+        .await;
+    let _serve = machine.serve_with(&["--allow-unpaired"]);
+    support::wait_for("the host", Duration::from_secs(20), || {
+        std::net::TcpStream::connect(("127.0.0.1", machine.port)).is_ok()
+    })
+    .await;
+
+    let run = machine.doctor(&["--json", "--plugin", stale.to_str().unwrap()]).await;
+    let report = run.json();
+    let host_pairing = check(&report, "host-pairing");
+    assert_eq!(host_pairing["status"], "warn", "{report}");
+    assert!(
+        host_pairing["detail"].as_str().unwrap().contains("--allow-unpaired"),
+        "{host_pairing}"
+    );
+    let pairing = check(&report, "pairing");
+    assert_eq!(pairing["status"], "warn", "{report}");
+    let detail = pairing["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("older pairing secret") && detail.contains("accepts it anyway"),
+        "{pairing}"
+    );
+    // The fix for a host that does require pairing is still given.
+    assert!(pairing["fix"].as_str().unwrap().contains("install-plugin"), "{pairing}");
+    assert_eq!(report["ok"], true, "{report}");
+    assert_eq!(run.code, Some(0), "{}", run.stdout);
 }

@@ -180,6 +180,9 @@ async fn health(State(state): State<AppState>) -> impl IntoResponse {
         // Which process to stop or restart (`doctor` names it); no secret, and any local
         // user can learn it from the process table anyway.
         "pid": std::process::id(),
+        // Whether this host refuses plugins without the pairing secret (`doctor` says
+        // so). Anyone who can reach the port can learn it by connecting anyway.
+        "pairing": if matches!(*state.pairing, Pairing::AllowUnpaired) { "off" } else { "required" },
     }))
 }
 

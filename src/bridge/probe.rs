@@ -14,9 +14,14 @@ use crate::protocol::PROTOCOL_VERSION;
 /// What answered on the port.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Owner {
-    /// A compatible studio-bridge host, and its process id (absent from hosts built before
-    /// `/v1/health` carried it).
-    Bridge { version: String, pid: Option<u32> },
+    /// A compatible studio-bridge host, its process id (absent from hosts built before
+    /// `/v1/health` carried it), and whether it accepts unpaired plugins
+    /// (`--allow-unpaired`).
+    Bridge {
+        version: String,
+        pid: Option<u32>,
+        pairing_off: bool,
+    },
     /// A studio-bridge speaking another protocol version, and its process id if it says.
     IncompatibleBridge {
         version: String,
@@ -72,7 +77,11 @@ async fn health(port: u16) -> Owner {
     let version = health["version"].as_str().unwrap_or("unknown").to_owned();
     let pid = health["pid"].as_u64().and_then(|pid| u32::try_from(pid).ok());
     match health["protocol"].as_u64() {
-        Some(PROTOCOL_VERSION) => Owner::Bridge { version, pid },
+        Some(PROTOCOL_VERSION) => Owner::Bridge {
+            version,
+            pid,
+            pairing_off: health["pairing"].as_str() == Some("off"),
+        },
         protocol => Owner::IncompatibleBridge {
             version,
             protocol: protocol.unwrap_or(0),

@@ -56,9 +56,6 @@ mod tests {
         other.await.unwrap();
         let log = log.lock().unwrap();
         let at = log.iter().position(|&entry| entry == "other").unwrap();
-        assert!(
-            at < FRAMES_PER_TURN as usize,
-            "the other task ran after {at} frames"
-        );
+        assert!(at < FRAMES_PER_TURN as usize, "the other task ran after {at} frames");
     }
 }

@@ -117,7 +117,14 @@ pub async fn diagnose(options: &HostOptions, plugin_out: Option<&Path>) -> Repor
     let port = options.port;
     let owner = probe::probe(port).await;
     let hosted = matches!(owner, Owner::Bridge { .. });
+    let pairing_off = matches!(owner, Owner::Bridge { pairing_off: true, .. });
     let mut checks = vec![port_check(port, &owner)];
+    if pairing_off {
+        checks.push(Check::warn(
+            "host-pairing",
+            "the host accepts plugins without the pairing secret (it runs with --allow-unpaired): any program on this machine can connect to it as a Studio".into(),
+        ));
+    }
 
     let token_path = token::token_path(port);
     let token_file = inspect_private_file(&token_path);
@@ -129,7 +136,10 @@ pub async fn diagnose(options: &HostOptions, plugin_out: Option<&Path>) -> Repor
 
     let secret_path = pairing::secret_path();
     let secret = secret_path.as_deref().map(inspect_private_file);
-    checks.push(secret_check(secret_path.as_deref(), secret.as_ref()));
+    checks.push(relaxed(
+        secret_check(secret_path.as_deref(), secret.as_ref()),
+        pairing_off,
+    ));
 
     let install = install_command(plugin_out);
     let file = match plugin_out {
@@ -175,7 +185,14 @@ pub async fn diagnose(options: &HostOptions, plugin_out: Option<&Path>) -> Repor
             Some(FileState::Private(secret) | FileState::TooOpen(secret, _)) => Some(secret.as_str()),
             _ => None,
         };
-        checks.extend(plugin_checks(&file, current, &install));
+        checks.extend(
+            plugin_checks(&file, current, &install)
+                .into_iter()
+                .map(|check| match check.name {
+                    "pairing" => relaxed(check, pairing_off),
+                    _ => check,
+                }),
+        );
     }
 
     let mut sessions = Vec::new();
@@ -239,6 +256,23 @@ fn inspect_private_file(path: &Path) -> FileState {
     FileState::Private(text)
 }
 
+/// A pairing problem, as a warning when the running host does not require pairing: that
+/// host accepts the plugin anyway, but one started without `--allow-unpaired` will not.
+fn relaxed(check: Check, pairing_off: bool) -> Check {
+    if !pairing_off || check.ok {
+        return check;
+    }
+    Check {
+        status: Status::Warn,
+        ok: true,
+        detail: format!(
+            "{} (the running host accepts it anyway: it runs with --allow-unpaired; a host without that flag refuses it)",
+            check.detail
+        ),
+        ..check
+    }
+}
+
 /// What to tell the user about a host: its version and pid.
 fn host_name(version: &str, pid: Option<u32>) -> String {
     match pid {
@@ -271,10 +305,10 @@ fn kill_command(pid: u32) -> String {
 fn port_check(port: u16, owner: &Owner) -> Check {
     let addr = format!("127.0.0.1:{port}");
     match owner {
-        Owner::Bridge { version, pid } if version == SERVER_VERSION => {
+        Owner::Bridge { version, pid, .. } if version == SERVER_VERSION => {
             Check::ok("port", format!("{addr} is hosted by {}", host_name(version, *pid)))
         }
-        Owner::Bridge { version, pid } => Check::warn(
+        Owner::Bridge { version, pid, .. } => Check::warn(
             "port",
             format!(
                 "{addr} is hosted by {}, another build than this {SERVER_VERSION} (same protocol, so they work together)",
@@ -599,6 +633,7 @@ mod tests {
         let host = Owner::Bridge {
             version: SERVER_VERSION.into(),
             pid: Some(42),
+            pairing_off: false,
         };
         let check = token_check(path, &FileState::Missing, &host, None);
         assert_eq!(check.status, Status::Problem);
