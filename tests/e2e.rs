@@ -566,6 +566,49 @@ async fn a_frame_over_the_socket_limit_also_fails_with_message_too_large() {
     assert_eq!(error["code"], "message_too_large");
 }
 
+/// A table nested 150 levels deep (Studio's plugin encodes up to 200): the answer must
+/// still parse in a client using serde_json (rmcp's own client, as here), which refuses
+/// JSON nested deeper than 128; without the bound this call would never be answered.
+#[tokio::test]
+async fn a_result_nested_too_deep_for_strict_parsers_arrives_flattened_and_marked() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let _plugin = FakePlugin::connect(
+        port,
+        Identity::edit("A"),
+        handler(|action, args| match action {
+            "exec" => {
+                let mut deep = Value::from("bottom");
+                for _ in 0..150 {
+                    deep = Value::Array(vec![deep]);
+                }
+                Reply::Ok(value_map(vec![
+                    ("success", true.into()),
+                    ("returns", Value::Array(vec![deep])),
+                    ("logs", Value::Array(vec![])),
+                ]))
+            }
+            _ => studio_like()(action, args),
+        }),
+    )
+    .await;
+    let result = tokio::time::timeout(
+        Duration::from_secs(30),
+        mcp.ok("studio_exec", json!({"script": "return deep"})),
+    )
+    .await
+    .expect("the answer arrived and parsed");
+    assert_eq!(result["success"], true);
+    assert_eq!(result["truncated"], true, "{result}");
+    assert!(
+        result["truncatedHint"]
+            .as_str()
+            .unwrap()
+            .contains("nested deeper than 100 levels"),
+        "{result}"
+    );
+}
+
 #[tokio::test]
 async fn large_results_are_bounded_and_marked_truncated() {
     let port = free_port();

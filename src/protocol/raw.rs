@@ -22,15 +22,19 @@ use super::messages::{Fields, FrameError};
 /// [`super::messages::MAX_DEPTH`] allows a decoded one (rmpv counts two a level).
 pub const MAX_LEVELS: usize = super::messages::MAX_DEPTH / 2 - 1;
 
-/// One msgpack value, validated, as its encoded bytes.
+/// One msgpack value, validated, as its encoded bytes, and how deep it nests (found by
+/// the validation, so that whoever writes it out need not walk it again to know).
 #[derive(Clone, PartialEq, Eq)]
-pub struct RawValue(Bytes);
+pub struct RawValue {
+    bytes: Bytes,
+    levels: usize,
+}
 
 impl std::fmt::Debug for RawValue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.decode() {
             Ok(value) => write!(f, "RawValue({value})"),
-            Err(_) => write!(f, "RawValue({} bytes)", self.0.len()),
+            Err(_) => write!(f, "RawValue({} bytes)", self.bytes.len()),
         }
     }
 }
@@ -41,38 +45,51 @@ impl RawValue {
         let mut bytes = Vec::new();
         // Writing to a Vec cannot fail.
         let _ = rmpv::encode::write_value(&mut bytes, value);
-        RawValue(Bytes::from(bytes))
+        let levels = Reader::new(&bytes).skip_value().unwrap_or(0);
+        RawValue {
+            bytes: Bytes::from(bytes),
+            levels,
+        }
     }
 
     /// `nil`, for a response that carries no result.
     pub fn nil() -> RawValue {
-        RawValue(Bytes::from_static(&[0xc0]))
+        RawValue {
+            bytes: Bytes::from_static(&[0xc0]),
+            levels: 0,
+        }
     }
 
     /// Takes `bytes` as one whole msgpack value after checking that it is exactly one.
     pub fn from_bytes(bytes: Bytes) -> Result<RawValue, FrameError> {
-        let end = skip(&bytes, 0)?;
-        if end != bytes.len() {
+        let mut reader = Reader::new(&bytes);
+        let levels = reader.skip_value()?;
+        if reader.pos() != bytes.len() {
             return Err(FrameError::NotAMessage);
         }
-        Ok(RawValue(bytes))
+        Ok(RawValue { bytes, levels })
     }
 
     pub fn as_bytes(&self) -> &[u8] {
-        &self.0
+        &self.bytes
     }
 
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.bytes.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.bytes.is_empty()
+    }
+
+    /// How many arrays and maps deep the value nests: 0 for a scalar, 1 for `[1]` or `[]`.
+    pub fn levels(&self) -> usize {
+        self.levels
     }
 
     /// The value as a tree, for the commands that read their result.
     pub fn decode(&self) -> Result<Msgpack, FrameError> {
-        let mut reader = &self.0[..];
+        let mut reader = &self.bytes[..];
         Ok(rmpv::decode::read_value_with_max_depth(
             &mut reader,
             super::messages::MAX_DEPTH,
@@ -245,17 +262,19 @@ impl<'a> Reader<'a> {
         })
     }
 
-    /// Skips one whole value (nested at most [`MAX_LEVELS`] deep), checking it.
-    pub fn skip_value(&mut self) -> Result<(), FrameError> {
+    /// Skips one whole value (nested at most [`MAX_LEVELS`] deep), checking it; returns
+    /// how many arrays and maps deep it nests.
+    pub fn skip_value(&mut self) -> Result<usize, FrameError> {
         // Entries still to skip at each open level, innermost last: iterative, so a
         // hostile nesting cannot exhaust the stack before the limit is reached.
         let mut open: Vec<usize> = Vec::new();
         let mut remaining = 1usize;
+        let mut deepest = 0;
         loop {
             while remaining == 0 {
                 match open.pop() {
                     Some(outer) => remaining = outer,
-                    None => return Ok(()),
+                    None => return Ok(deepest),
                 }
             }
             remaining -= 1;
@@ -264,6 +283,7 @@ impl<'a> Reader<'a> {
                 Token::Map(n) => n * 2,
                 _ => continue,
             };
+            deepest = deepest.max(open.len() + 1);
             if entries > 0 {
                 if open.len() >= MAX_LEVELS {
                     return Err(FrameError::TooDeep);
@@ -304,10 +324,13 @@ pub(crate) fn split_message(frame: &Bytes, raw: &str, limit: usize) -> Result<(F
             _ => None,
         };
         let start = reader.pos();
-        reader.skip_value()?;
+        let levels = reader.skip_value()?;
         let end = reader.pos();
         if key == Some(raw.as_bytes()) {
-            kept = Some(RawValue(frame.slice(start..end)));
+            kept = Some(RawValue {
+                bytes: frame.slice(start..end),
+                levels,
+            });
             continue;
         }
         let mut slice = &frame[key_start..end];

@@ -7,11 +7,21 @@
 //! (a Luau table returned by `exec`, a property map); smaller objects are the result's
 //! own shape (`{seq, level, body}`), whose fields a client's schema requires, so those
 //! keep every field and only their strings are shortened.
+//!
+//! A result is also bounded in depth: arrays and maps nested deeper than
+//! [`MAX_RESULT_LEVELS`] are replaced by a string saying so, and the result is marked
+//! `truncated`. A Studio table may nest 200 levels (the plugin's encoder stops there),
+//! but serde_json, which Rust MCP clients parse with, refuses JSON nested deeper than 128:
+//! such a client would drop the whole answer and wait for one forever.
 
 use serde_json::{Map, Value as Json};
 
 mod raw;
 pub use raw::{Top, bound_raw};
+
+/// Deepest nesting of arrays and maps in a result an agent receives: the JSON-RPC line
+/// wraps it in a few more levels, and strict parsers stop at 128.
+pub const MAX_RESULT_LEVELS: usize = 100;
 
 /// Room kept for the `truncated`/`truncatedHint` fields added after cutting.
 const MARKER_ROOM: usize = 512;
@@ -21,10 +31,15 @@ const MARKER_ROOM: usize = 512;
 const MAP_MIN_ENTRIES: usize = 16;
 
 pub fn bound(mut value: Json, limit: usize, hint: &str) -> Json {
+    let flattened = cut_deep(&mut value, MAX_RESULT_LEVELS);
     let mut survey = Survey::of(&value);
     let size = survey.size;
     if size <= limit {
-        return value;
+        return if flattened > 0 {
+            mark_with(value, deep_note(flattened))
+        } else {
+            value
+        };
     }
     let budget = limit.saturating_sub(MARKER_ROOM + hint.len());
     let mut excess = size.saturating_sub(budget);
@@ -45,6 +60,11 @@ pub fn bound(mut value: Json, limit: usize, hint: &str) -> Json {
         }
     }
     drop_later(cut_off, size.saturating_sub(budget).saturating_sub(excess));
+    let hint = &if flattened > 0 {
+        format!("{hint} {}", deep_note(flattened))
+    } else {
+        hint.to_owned()
+    };
     // What is left is one long string (an exec return, a log line): shorten it.
     while excess > 0 {
         let Some(text) = longest_string(&mut value) else { break };
@@ -72,7 +92,45 @@ fn note(size: usize, hint: &str) -> String {
 }
 
 fn mark(value: Json, size: usize, hint: &str) -> Json {
-    let note = note(size, hint);
+    mark_with(value, note(size, hint))
+}
+
+/// What a result with parts nested too deep says about itself.
+fn deep_note(count: usize) -> String {
+    format!(
+        "{count} part(s) nested deeper than {MAX_RESULT_LEVELS} levels were replaced by a string (many clients cannot read JSON nested deeper than 128). Return a flatter table."
+    )
+}
+
+/// Replaces every array or map deeper than `max` levels with a string; returns how many.
+fn cut_deep(value: &mut Json, max: usize) -> usize {
+    fn visit(value: &mut Json, level: usize, max: usize, cut: &mut usize) {
+        let children: Box<dyn Iterator<Item = &mut Json>> = match value {
+            Json::Array(items) => Box::new(items.iter_mut()),
+            Json::Object(map) => Box::new(map.values_mut()),
+            _ => return,
+        };
+        for child in children {
+            if !matches!(child, Json::Array(_) | Json::Object(_)) {
+                continue;
+            }
+            if level == max {
+                *child = Json::String(format!("<table nested deeper than {max} levels>"));
+                *cut += 1;
+            } else {
+                visit(child, level + 1, max, cut);
+            }
+        }
+    }
+    if !matches!(value, Json::Array(_) | Json::Object(_)) {
+        return 0;
+    }
+    let mut cut = 0;
+    visit(value, 1, max, &mut cut);
+    cut
+}
+
+fn mark_with(value: Json, note: String) -> Json {
     match value {
         Json::Object(mut object) => {
             object.insert("truncated".into(), Json::Bool(true));
@@ -419,6 +477,66 @@ mod tests {
         for value in cases {
             assert_eq!(json_len(&value), serde_json::to_vec(&value).unwrap().len(), "{value}");
         }
+    }
+
+    /// `{"returns": [[[…[1]…]]]}` with `levels` arrays, and a shallow sibling.
+    fn deep_result(levels: usize) -> Json {
+        let mut value = json!(1);
+        for _ in 0..levels {
+            value = json!([value]);
+        }
+        json!({"returns": value, "logs": ["kept"]})
+    }
+
+    fn levels_of(value: &Json) -> usize {
+        match value {
+            Json::Array(items) => 1 + items.iter().map(levels_of).max().unwrap_or(0),
+            Json::Object(map) => 1 + map.values().map(levels_of).max().unwrap_or(0),
+            _ => 0,
+        }
+    }
+
+    #[test]
+    fn a_result_nested_too_deep_is_flattened_below_what_strict_parsers_refuse_and_marked() {
+        let deep = deep_result(150);
+        // What a Rust client would get without the bound: a line serde_json refuses.
+        let envelope =
+            |result: &Json| format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"structuredContent":{result}}}}}"#);
+        assert!(serde_json::from_str::<Json>(&envelope(&deep)).is_err());
+
+        let bounded = bound(deep, 1 << 20, "hint");
+        assert_eq!(levels_of(&bounded), MAX_RESULT_LEVELS);
+        assert!(serde_json::from_str::<Json>(&envelope(&bounded)).is_ok());
+        assert_eq!(bounded["truncated"], true);
+        let note = bounded["truncatedHint"].as_str().unwrap();
+        assert!(note.contains("1 part(s) nested deeper than 100 levels"), "{note}");
+        assert_eq!(bounded["logs"], json!(["kept"]), "what is shallow is untouched");
+        // The deepest array kept holds the marker where the rest was.
+        let mut inner = &bounded["returns"];
+        while let Some(first) = inner.get(0) {
+            inner = first;
+        }
+        assert_eq!(inner, &json!("<table nested deeper than 100 levels>"));
+
+        // Exactly at the bound nothing changes.
+        let at_bound = deep_result(MAX_RESULT_LEVELS - 1);
+        assert_eq!(bound(at_bound.clone(), 1 << 20, "hint"), at_bound);
+    }
+
+    #[test]
+    fn a_deep_raw_result_is_flattened_as_the_tree_is() {
+        let deep = deep_result(150);
+        let raw = crate::protocol::raw::RawValue::encode(&crate::protocol::value::from_json(&deep));
+        assert_eq!(raw.levels(), 151);
+        let top = Top {
+            set: Vec::new(),
+            plugin_hint: "",
+        };
+        let text = bound_raw(&raw, &top, 1 << 20, "hint");
+        assert_eq!(
+            serde_json::from_str::<Json>(&text).unwrap(),
+            bound(deep, 1 << 20, "hint")
+        );
     }
 
     #[test]

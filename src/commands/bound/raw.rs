@@ -54,7 +54,14 @@ impl Top<'_> {
 /// The result as compact JSON text with `top` applied, bounded to `limit` bytes as
 /// [`super::bound`] bounds a tree.
 pub fn bound_raw(raw: &RawValue, top: &Top<'_>, limit: usize, hint: &str) -> String {
-    match Doc::new(raw.as_bytes(), top).and_then(|doc| doc.bounded(limit, hint)) {
+    // A result nested too deep is flattened on the tree (rare, and small: the plugin's
+    // encoder stops at 200 levels).
+    let converted = if raw.levels() > super::MAX_RESULT_LEVELS {
+        Err(Unsupported)
+    } else {
+        Doc::new(raw.as_bytes(), top).and_then(|doc| doc.bounded(limit, hint))
+    };
+    match converted {
         Ok(text) => text,
         Err(Unsupported) => {
             let mut json = raw.decode().map(value::into_json).unwrap_or(Json::Null);
