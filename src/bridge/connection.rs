@@ -314,9 +314,17 @@ async fn read_loop(
         // A socket that always has the next frame ready (a flood of events) takes turns
         // with the other connections (see `turns.rs`).
         turns.frame().await;
+        let flush_at = budgets.events.flush_at();
         let message = tokio::select! {
             () = shutdown.cancelled() => return End::Shutdown,
             message = stream.next() => message,
+            () = sleep_until(flush_at), if flush_at.is_some() => {
+                // The flood is over and no event came to carry its count: say it now.
+                for gap in budgets.events.flush() {
+                    registry.publish_event(gap);
+                }
+                continue;
+            }
             _ = ping.tick() => {
                 if unanswered >= MAX_UNANSWERED_PINGS {
                     tracing::warn!(session = %session_id, "plugin stopped answering pings");
@@ -463,6 +471,14 @@ fn plugin_failure(failure: PluginFailure) -> ToolError {
         }
         None => ToolError::new(ErrorCode::PluginError, failure.message)
             .with_details(serde_json::json!({ "pluginCode": failure.code, "details": details })),
+    }
+}
+
+/// Sleeps until `at` (never, for `None`: the branch using it is disabled then).
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 

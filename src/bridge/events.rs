@@ -119,18 +119,40 @@ impl EventBudget {
             .position(|(id, _, since)| id == session_id && due(*since))
         {
             Some(at) => {
-                let (_, dropped, _) = self.dropped.swap_remove(at);
-                Admit::AfterGap(gap(
-                    session_id,
-                    Some(dropped),
-                    format!(
-                        "{dropped} events from this Studio were dropped: it sent more than {EVENTS_PER_SECOND} a second. `logs` with `since` reads its log buffer."
-                    ),
-                ))
+                let (session_id, dropped, _) = self.dropped.swap_remove(at);
+                Admit::AfterGap(dropped_gap(&session_id, dropped))
             }
             None => Admit::Publish,
         }
     }
+
+    /// When the drops not yet reported are due even if no event comes to carry them: once
+    /// the flood has paused for [`GAP_QUIET`] (a script that printed in a loop and
+    /// stopped sends nothing more).
+    pub fn flush_at(&self) -> Option<Instant> {
+        if self.dropped.is_empty() {
+            return None;
+        }
+        self.last_drop.map(|at| at + GAP_QUIET)
+    }
+
+    /// The gaps for every session's unreported drops, now; none are left pending.
+    pub fn flush(&mut self) -> Vec<SessionEvent> {
+        self.dropped
+            .drain(..)
+            .map(|(session_id, dropped, _)| dropped_gap(&session_id, dropped))
+            .collect()
+    }
+}
+
+fn dropped_gap(session_id: &str, dropped: u64) -> SessionEvent {
+    gap(
+        session_id,
+        Some(dropped),
+        format!(
+            "{dropped} events from this Studio were dropped: it sent more than {EVENTS_PER_SECOND} a second. `logs` with `since` reads its log buffer."
+        ),
+    )
 }
 
 #[derive(Debug)]
@@ -253,6 +275,25 @@ mod tests {
         }
         assert!((2..=4).contains(&gaps), "{gaps} gaps in three seconds");
         assert!(dropped > 0 && published > 0);
+    }
+
+    #[test]
+    fn drops_at_the_end_of_a_flood_are_due_once_it_pauses_with_no_event_to_carry_them() {
+        let start = Instant::now();
+        let mut budget = EventBudget::new(start);
+        assert_eq!(budget.flush_at(), None);
+        for _ in 0..EVENT_BURST + 7 {
+            budget.admit("S", start);
+        }
+        assert_eq!(budget.flush_at(), Some(start + GAP_QUIET));
+        let gaps = budget.flush();
+        assert_eq!(gaps.len(), 1);
+        assert_eq!(
+            (gaps[0].session_id.as_str(), gaps[0].data["dropped"].clone()),
+            ("S", 7.into())
+        );
+        assert_eq!(budget.flush_at(), None, "nothing is reported twice");
+        assert!(matches!(budget.admit("S", start + GAP_QUIET * 2), Admit::Publish));
     }
 
     #[test]
