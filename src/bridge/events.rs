@@ -20,8 +20,11 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use tokio::sync::mpsc;
-use tokio::sync::mpsc::error::TrySendError;
+use tokio::sync::mpsc::error::{TryRecvError, TrySendError};
 use tokio::time::Instant;
 
 use super::SessionEvent;
@@ -164,36 +167,31 @@ pub enum Admit {
 }
 
 /// The sending end of one subscriber's bounded stream. A subscriber that does not keep
-/// up loses events, never the host's memory; the stream then carries one gap saying how
-/// many were lost, as soon as it has room again.
+/// up loses events, never the host's memory, and is told how many: the count goes to its
+/// [`EventStream`], which hands it on as one gap as soon as it has read what was queued.
 #[derive(Debug)]
 pub struct EventSink {
     sender: mpsc::Sender<SessionEvent>,
-    dropped: u64,
+    dropped: Arc<AtomicU64>,
 }
 
 impl EventSink {
-    pub fn new() -> (EventSink, mpsc::Receiver<SessionEvent>) {
+    pub fn new() -> (EventSink, EventStream) {
         let (sender, receiver) = mpsc::channel(SUBSCRIBER_QUEUE);
-        (EventSink { sender, dropped: 0 }, receiver)
+        let dropped = Arc::new(AtomicU64::new(0));
+        let stream = EventStream {
+            receiver,
+            dropped: Arc::clone(&dropped),
+        };
+        (EventSink { sender, dropped }, stream)
     }
 
     /// Queues `event` if there is room; false once the subscriber is gone.
     pub fn offer(&mut self, event: SessionEvent) -> bool {
-        if self.dropped > 0 {
-            match self.sender.try_send(fell_behind(self.dropped)) {
-                Ok(()) => self.dropped = 0,
-                Err(TrySendError::Full(_)) => {
-                    self.dropped += 1;
-                    return true;
-                }
-                Err(TrySendError::Closed(_)) => return false,
-            }
-        }
         match self.sender.try_send(event) {
             Ok(()) => true,
             Err(TrySendError::Full(_)) => {
-                self.dropped += 1;
+                self.dropped.fetch_add(1, Ordering::Relaxed);
                 true
             }
             Err(TrySendError::Closed(_)) => false,
@@ -203,6 +201,30 @@ impl EventSink {
     /// Resolves once the subscriber is gone.
     pub async fn closed(&self) {
         self.sender.closed().await
+    }
+}
+
+/// One subscriber's stream of events (`Bridge::subscribe`).
+#[derive(Debug)]
+pub struct EventStream {
+    receiver: mpsc::Receiver<SessionEvent>,
+    dropped: Arc<AtomicU64>,
+}
+
+impl EventStream {
+    /// The next event. Events dropped because this stream was not read in time are
+    /// reported by one gap once what was queued has been read, so a count is never left
+    /// waiting for a later event. `None` when the stream has ended.
+    pub async fn recv(&mut self) -> Option<SessionEvent> {
+        match self.receiver.try_recv() {
+            Ok(event) => return Some(event),
+            Err(TryRecvError::Empty | TryRecvError::Disconnected) => {}
+        }
+        let dropped = self.dropped.swap(0, Ordering::Relaxed);
+        if dropped > 0 {
+            return Some(fell_behind(dropped));
+        }
+        self.receiver.recv().await
     }
 }
 
@@ -310,23 +332,39 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_full_sink_drops_then_says_how_many_before_the_next_event() {
+    async fn a_full_sink_drops_and_the_stream_says_how_many_once_it_is_read() {
         let (mut sink, mut stream) = EventSink::new();
         for n in 0..(SUBSCRIBER_QUEUE as u64 + 10) {
             assert!(sink.offer(event(n)));
         }
-        // The subscriber reads everything queued: the first SUBSCRIBER_QUEUE, in order.
+        // The subscriber reads everything queued: the first SUBSCRIBER_QUEUE, in order,
+        // then the count of the rest, with no later event needed to carry it.
         for n in 0..SUBSCRIBER_QUEUE as u64 {
             assert_eq!(stream.recv().await.map(|e| e.data["seq"].clone()), Some(n.into()));
         }
-        assert!(sink.offer(event(9999)));
         let gap = stream.recv().await.expect("a gap");
         assert_eq!(
             (gap.event.as_str(), gap.data["dropped"].clone()),
             (GAP_EVENT, 10.into())
         );
+        assert!(sink.offer(event(9999)));
         assert_eq!(stream.recv().await.map(|e| e.data["seq"].clone()), Some(9999.into()));
+        // A stream whose sink is gone still reports what it dropped, then ends.
+        for _ in 0..SUBSCRIBER_QUEUE + 4 {
+            assert!(sink.offer(event(2)));
+        }
+        drop(sink);
+        let mut last = None;
+        while let Some(event) = stream.recv().await {
+            last = Some(event);
+        }
+        assert_eq!(last.map(|e| e.data["dropped"].clone()), Some(4.into()));
+    }
+
+    #[tokio::test]
+    async fn a_gone_subscriber_is_reported_to_the_sink() {
+        let (mut sink, stream) = EventSink::new();
         drop(stream);
-        assert!(!sink.offer(event(1)), "a gone subscriber is reported");
+        assert!(!sink.offer(event(1)));
     }
 }

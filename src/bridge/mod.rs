@@ -40,7 +40,7 @@ pub use resolve::Target;
 use crate::protocol::raw::RawValue;
 use crate::protocol::{Context, PROTOCOL_VERSION, Ran};
 use crate::protocol::{ErrorCode, ToolError};
-use events::EventSink;
+use events::{EventSink, EventStream};
 use host::{BindError, Host, HostConfig};
 use peer::{ConnectError, PeerLink};
 use probe::Owner;
@@ -172,11 +172,7 @@ impl Bridge {
     /// is made again on the next host (or on this process, should it take over), and the
     /// stream says so once with a [`GAP_EVENT`], since events sent meanwhile may be
     /// missing. It ends when the receiver is dropped or this process leaves the bridge.
-    pub async fn subscribe(
-        &self,
-        target: &Target,
-        events: &[String],
-    ) -> Result<mpsc::Receiver<SessionEvent>, ToolError> {
+    pub async fn subscribe(&self, target: &Target, events: &[String]) -> Result<EventStream, ToolError> {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
         let role = self.settled(deadline, &CancellationToken::new()).await?;
         let (sender, receiver) = EventSink::new();
@@ -215,7 +211,7 @@ async fn forward_to(registry: Arc<Registry>, target: Target, events: Vec<String>
 async fn follow_across_failovers(
     mut role: watch::Receiver<Role>,
     mut link: Arc<PeerLink>,
-    mut feed: mpsc::Receiver<SessionEvent>,
+    mut feed: EventStream,
     target: Target,
     events: Vec<String>,
     mut sender: EventSink,

@@ -19,7 +19,7 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_util::sync::CancellationToken;
 
-use super::events::EventSink;
+use super::events::{EventSink, EventStream};
 use super::liveness::{self, Silence};
 use super::peer_server::CLOSE_HOST_SHUTDOWN;
 use super::{Call, CallHooks, Progress, Reply, SessionEvent, SessionInfo, Target};
@@ -313,7 +313,7 @@ impl PeerLink {
 
     /// Streams `events` from the sessions `target` names, until the receiver is dropped
     /// or the link is lost.
-    pub fn subscribe(&self, target: &Target, events: &[String]) -> Result<mpsc::Receiver<SessionEvent>, ToolError> {
+    pub fn subscribe(&self, target: &Target, events: &[String]) -> Result<EventStream, ToolError> {
         let (sender, receiver) = EventSink::new();
         let (id, _ack) = self.request(None, |id| encode(&PeerOut::Subscribe { id, target, events }))?;
         lock(&self.subscriptions).insert(id, sender);

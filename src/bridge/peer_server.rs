@@ -22,7 +22,7 @@ use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::connection::write_loop;
-use super::events;
+use super::events::{self, EventSink};
 use super::liveness::{self, Silence};
 use super::registry::{self, Outbound, Registry};
 use super::turns::Turns;
@@ -51,6 +51,9 @@ pub fn peer_queue_limit(max_message_bytes: usize) -> usize {
     PEER_LOSSY_BYTES + 2 * (max_message_bytes + 1024)
 }
 
+/// How often a subscription waiting for room on a peer's socket looks again.
+const ROOM_POLL: std::time::Duration = std::time::Duration::from_millis(10);
+
 /// Close code for a peer disconnected because it left too much unread.
 pub const CLOSE_PEER_TOO_SLOW: u16 = 4004;
 
@@ -77,13 +80,16 @@ impl Outbox {
         let _ = self.sender.send(Outbound::Frame(Frame::Binary(frame)));
     }
 
-    /// Queues a frame that may be lost (an event, progress) if there is room for it.
-    fn offer(&self, frame: impl FnOnce() -> Vec<u8>) -> bool {
-        if self.queued.load(Ordering::Relaxed) > PEER_LOSSY_BYTES {
-            return false;
+    /// Whether there is room for a frame that may be lost (an event, progress).
+    fn has_room(&self) -> bool {
+        self.queued.load(Ordering::Relaxed) <= PEER_LOSSY_BYTES
+    }
+
+    /// Queues a frame that may be lost (progress) if there is room for it.
+    fn offer(&self, frame: impl FnOnce() -> Vec<u8>) {
+        if self.has_room() {
+            self.send(frame());
         }
-        self.send(frame());
-        true
     }
 
     fn control(&self, message: Outbound) {
@@ -331,29 +337,34 @@ fn handle(request: PeerRequest, registry: &Arc<Registry>, outbound: &Outbox, inf
                 },
                 Some(&RawValue::encode(&Msgpack::Map(Vec::new()))),
             );
-            // Events the peer's socket had no room for, reported once there is.
-            let mut dropped = 0u64;
-            tokio::spawn(forward_events(registry, target, events, cancel, move |event| {
-                let frame = |event: &SessionEvent| {
-                    encode(&HostOut::Event {
+            // The subscription's own bounded stream: while the peer's socket has no room,
+            // this stream falls behind (and counts what it drops, reported as a gap once
+            // it catches up), and the host's queue for the peer does not grow.
+            let (mut sink, mut stream) = EventSink::new();
+            tokio::spawn(forward_events(registry, target, events, cancel.clone(), move |event| {
+                sink.offer(event)
+            }));
+            tokio::spawn(async move {
+                loop {
+                    let event = tokio::select! {
+                        event = stream.recv() => event,
+                        () = cancel.cancelled() => return,
+                    };
+                    let Some(event) = event else { return };
+                    while !outbound.has_room() {
+                        if outbound.is_closed() {
+                            return;
+                        }
+                        tokio::time::sleep(ROOM_POLL).await;
+                    }
+                    outbound.send(encode(&HostOut::Event {
                         id,
                         session_id: &event.session_id,
                         event: &event.event,
                         data: &event.data,
-                    })
-                };
-                if dropped > 0 {
-                    if !outbound.offer(|| frame(&events::fell_behind(dropped))) {
-                        dropped += 1;
-                        return !outbound.is_closed();
-                    }
-                    dropped = 0;
+                    }));
                 }
-                if !outbound.offer(|| frame(&event)) {
-                    dropped += 1;
-                }
-                !outbound.is_closed()
-            }));
+            });
         }
         PeerRequest::Unknown(kind) => tracing::debug!(%kind, "ignored an unknown peer message"),
     }
