@@ -11,7 +11,7 @@
 use serde_json::{Map, Value as Json};
 
 mod raw;
-pub use raw::{Top, bound_raw};
+pub use raw::{Top, bound_raw, bound_raw_quoted, quote_json_text};
 
 /// Room kept for the `truncated`/`truncatedHint` fields added after cutting.
 const MARKER_ROOM: usize = 512;
