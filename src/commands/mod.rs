@@ -97,6 +97,9 @@ pub enum Body {
     /// Compact JSON text, finished and bounded, written straight from a plugin's msgpack
     /// (`bound::bound_raw`): a large result is never a tree on this side.
     Text(String),
+    /// As `Text`, with the same text as a JSON string, quotes included, written in the
+    /// same pass (`bound::bound_raw_quoted`): what a large result's text block holds.
+    Quoted { text: String, quoted: Vec<u8> },
 }
 
 impl Output {
@@ -120,7 +123,7 @@ impl Output {
         match &self.body {
             Body::Json(json) => json.clone(),
             Body::Plugin(raw) => raw.decode().map(value::into_json).unwrap_or(Json::Null),
-            Body::Text(text) => serde_json::from_str(text).unwrap_or(Json::Null),
+            Body::Text(text) | Body::Quoted { text, .. } => serde_json::from_str(text).unwrap_or(Json::Null),
         }
     }
 }
@@ -355,14 +358,19 @@ impl<C: Command> DynCommand for Erased<C> {
                     top.apply(&mut json);
                     Body::Json(bound::bound(json, limit, hint))
                 }
+                // A large result is written with its quoted form for the text block, in
+                // one pass, off the async thread.
                 Body::Plugin(raw) if raw.len() > OFF_THREAD_BYTES => {
-                    let text = tokio::task::spawn_blocking(move || bound::bound_raw(&raw, &top, limit, hint))
-                        .await
-                        .map_err(|e| bad_result(C::SPEC.name, &format!("its result could not be converted: {e}")))?;
-                    Body::Text(text)
+                    let (text, quoted) =
+                        tokio::task::spawn_blocking(move || bound::bound_raw_quoted(&raw, &top, limit, hint))
+                            .await
+                            .map_err(|e| {
+                                bad_result(C::SPEC.name, &format!("its result could not be converted: {e}"))
+                            })?;
+                    Body::Quoted { text, quoted }
                 }
                 Body::Plugin(raw) => Body::Text(bound::bound_raw(&raw, &top, limit, hint)),
-                text @ Body::Text(_) => text,
+                text @ (Body::Text(_) | Body::Quoted { .. }) => text,
             };
             Ok(output)
         })

@@ -105,6 +105,10 @@ fn tool_for(command: &dyn DynCommand) -> Tool {
 /// async thread.
 async fn success_result(output: Output, splicer: &Arc<Splicer>) -> CallToolResult {
     let (text, structured) = match output.body {
+        // Written with its quoted form: nothing left to prepare.
+        Body::Quoted { text, quoted } if text.len() >= splice::SPLICE_MIN_BYTES && output.image.is_none() => {
+            return splicer.result_quoted(text, quoted);
+        }
         Body::Text(text) if text.len() >= splice::SPLICE_MIN_BYTES && output.image.is_none() => {
             let splicer = Arc::clone(splicer);
             let prepared = tokio::task::spawn_blocking(move || splicer.result(text)).await;
@@ -115,7 +119,7 @@ async fn success_result(output: Output, splicer: &Arc<Splicer>) -> CallToolResul
                 ))
             });
         }
-        Body::Text(text) => {
+        Body::Text(text) | Body::Quoted { text, .. } => {
             let structured = serde_json::from_str(&text).unwrap_or(Json::Null);
             (text, structured)
         }

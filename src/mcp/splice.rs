@@ -25,6 +25,8 @@ use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value as Json;
 use tokio::io::AsyncWrite;
 
+use crate::commands::bound::quote_json_text;
+
 /// Results at least this large are spliced; smaller ones go through rmcp as a tree.
 pub const SPLICE_MIN_BYTES: usize = 64 * 1024;
 
@@ -56,11 +58,17 @@ impl Splicer {
     /// `structuredContent` are placeholders the writer fills in. Escaping the text runs
     /// here, so call this off the async thread for a large result.
     pub fn result(&self, text: String) -> CallToolResult {
+        // A JSON string of the text, quotes included: what `"text": …` holds.
+        let quoted = quote_json_text(&text);
+        self.result_quoted(text, quoted)
+    }
+
+    /// As [`Splicer::result`], for `text` already quoted as a JSON string (`quoted`,
+    /// quotes included), as `commands::bound::bound_raw_quoted` writes it.
+    pub fn result_quoted(&self, text: String, quoted: Vec<u8>) -> CallToolResult {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         let text_key = format!("\u{1}studio-bridge:{}:{n}t", self.nonce);
         let structured_key = format!("\u{1}studio-bridge:{}:{n}s", self.nonce);
-        // A JSON string of the text, quotes included: what `"text": …` holds.
-        let quoted = quote_json_text(&text);
         {
             let now = Instant::now();
             let mut parts = self.parts.lock().unwrap_or_else(|p| p.into_inner());
@@ -93,28 +101,6 @@ impl Splicer {
         let part = self.take(&key)?;
         Some((part, self.marker.len() + close + 1))
     }
-}
-
-/// `text` as a JSON string, quotes included, for `text` that is itself compact JSON (what
-/// serde_json and `commands::bound` write): there, only `"` and `\` need escaping,
-/// since JSON allows no raw control character inside its strings and compact JSON has no
-/// whitespace outside them. So the runs between them are found with memchr and copied
-/// whole, several times faster than escaping byte by byte; the same bytes serde_json
-/// writes (a test holds it).
-fn quote_json_text(text: &str) -> Vec<u8> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len() + bytes.len() / 8 + 2);
-    out.push(b'"');
-    let mut from = 0;
-    for at in memchr::memchr2_iter(b'"', b'\\', bytes) {
-        out.extend_from_slice(&bytes[from..at]);
-        out.push(b'\\');
-        out.push(bytes[at]);
-        from = at + 1;
-    }
-    out.extend_from_slice(&bytes[from..]);
-    out.push(b'"');
-    out
 }
 
 /// An `AsyncWrite` that writes what it is given, with each placeholder replaced by its

@@ -54,20 +54,148 @@ impl Top<'_> {
 /// The result as compact JSON text with `top` applied, bounded to `limit` bytes as
 /// [`super::bound`] bounds a tree.
 pub fn bound_raw(raw: &RawValue, top: &Top<'_>, limit: usize, hint: &str) -> String {
-    // A result nested too deep is flattened on the tree (rare, and small: the plugin's
-    // encoder stops at 200 levels).
-    let converted = if raw.levels() > super::MAX_RESULT_LEVELS {
-        Err(Unsupported)
-    } else {
-        Doc::new(raw.as_bytes(), top).and_then(|doc| doc.bounded(limit, hint))
-    };
-    match converted {
-        Ok(text) => text,
-        Err(Unsupported) => {
-            let mut json = raw.decode().map(value::into_json).unwrap_or(Json::Null);
-            top.apply(&mut json);
-            serde_json::to_string(&super::bound(json, limit, hint)).unwrap_or_default()
+    match converted(raw, top, limit, hint, false) {
+        Ok((text, _)) => text,
+        Err(Unsupported) => tree_text(raw, top, limit, hint),
+    }
+}
+
+/// The one-pass conversion, or `Unsupported` for what takes the tree path: a result
+/// nested too deep is flattened on the tree (rare, and small: the plugin's encoder stops
+/// at 200 levels), as are the kinds of value [`Doc`] does not write.
+fn converted(
+    raw: &RawValue,
+    top: &Top<'_>,
+    limit: usize,
+    hint: &str,
+    quoted: bool,
+) -> Result<(String, Option<Vec<u8>>), Unsupported> {
+    if raw.levels() > super::MAX_RESULT_LEVELS {
+        return Err(Unsupported);
+    }
+    Doc::new(raw.as_bytes(), top).and_then(|doc| doc.bounded(limit, hint, quoted))
+}
+
+/// As [`bound_raw`], and the same text as a JSON string, quotes included (what a tool
+/// result's text block holds inside the JSON-RPC line), written in the same pass: the
+/// writer knows where every quote it writes is, where a separate pass over the text would
+/// have to search for them (every few bytes in a result of names and paths).
+pub fn bound_raw_quoted(raw: &RawValue, top: &Top<'_>, limit: usize, hint: &str) -> (String, Vec<u8>) {
+    match converted(raw, top, limit, hint, true) {
+        Ok((text, Some(quoted))) => (text, quoted),
+        Ok((text, None)) => {
+            let quoted = quote_json_text(&text);
+            (text, quoted)
         }
+        Err(Unsupported) => {
+            let text = tree_text(raw, top, limit, hint);
+            let quoted = quote_json_text(&text);
+            (text, quoted)
+        }
+    }
+}
+
+fn tree_text(raw: &RawValue, top: &Top<'_>, limit: usize, hint: &str) -> String {
+    let mut json = raw.decode().map(value::into_json).unwrap_or(Json::Null);
+    top.apply(&mut json);
+    serde_json::to_string(&super::bound(json, limit, hint)).unwrap_or_default()
+}
+
+/// `text` as a JSON string, quotes included, for `text` that is itself compact JSON (what
+/// serde_json and this module write): there, only `"` and `\` need escaping, since JSON
+/// allows no raw control character inside its strings and compact JSON has no whitespace
+/// outside them. The same bytes serde_json writes (a test holds it).
+pub fn quote_json_text(text: &str) -> Vec<u8> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len() + bytes.len() / 8 + 2);
+    out.push(b'"');
+    escape_into(bytes, &mut out);
+    out.push(b'"');
+    out
+}
+
+/// Appends `bytes` (compact JSON) with `"` and `\` escaped; the runs between them are
+/// found with memchr and copied whole.
+fn escape_into(bytes: &[u8], out: &mut Vec<u8>) {
+    let mut from = 0;
+    for at in memchr::memchr2_iter(b'"', b'\\', bytes) {
+        out.extend_from_slice(&bytes[from..at]);
+        out.push(b'\\');
+        out.push(bytes[at]);
+        from = at + 1;
+    }
+    out.extend_from_slice(&bytes[from..]);
+}
+
+/// Where the JSON text is written: the text, and, when asked for, the same text quoted as
+/// a JSON string beside it. Every write says what it holds, so the quoted form needs no
+/// search: syntax and numbers hold no `"` or `\`, plain strings none inside their quotes.
+struct Out {
+    json: Vec<u8>,
+    quoted: Option<Vec<u8>>,
+}
+
+impl Out {
+    fn new(capacity: usize, quoted: bool) -> Out {
+        Out {
+            json: Vec::with_capacity(capacity),
+            quoted: quoted.then(|| {
+                let mut q = Vec::with_capacity(capacity + capacity / 8 + 2);
+                q.push(b'"');
+                q
+            }),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.json.len()
+    }
+
+    /// Bytes that hold no `"` or `\`.
+    fn plain(&mut self, bytes: &[u8]) {
+        self.json.extend_from_slice(bytes);
+        if let Some(quoted) = &mut self.quoted {
+            quoted.extend_from_slice(bytes);
+        }
+    }
+
+    /// One byte of syntax other than a quote.
+    fn byte(&mut self, byte: u8) {
+        self.json.push(byte);
+        if let Some(quoted) = &mut self.quoted {
+            quoted.push(byte);
+        }
+    }
+
+    /// A string's quote.
+    fn quote(&mut self) {
+        self.json.push(b'"');
+        if let Some(quoted) = &mut self.quoted {
+            quoted.extend_from_slice(b"\\\"");
+        }
+    }
+
+    /// Brings the quoted form up to date with what was written to `json` since `mark`
+    /// by a writer that does not say what it writes (serde_json's).
+    fn catch_up(&mut self, mark: usize) {
+        if let Some(quoted) = &mut self.quoted {
+            escape_into(&self.json[mark..], quoted);
+        }
+    }
+
+    fn clear(&mut self) {
+        self.json.clear();
+        if let Some(quoted) = &mut self.quoted {
+            quoted.truncate(1);
+        }
+    }
+
+    fn finish(self) -> (String, Option<Vec<u8>>) {
+        let quoted = self.quoted.map(|mut quoted| {
+            quoted.push(b'"');
+            quoted
+        });
+        (into_string(self.json), quoted)
     }
 }
 
@@ -166,10 +294,13 @@ impl<'a> Doc<'a> {
     }
 
     /// The whole document, or, over `limit`, cut as [`super::bound`] cuts.
-    fn bounded(mut self, limit: usize, hint: &str) -> Result<String, Unsupported> {
-        let mut out = Vec::with_capacity(self.bytes.len().min(limit).saturating_add(64));
+    /// With `quoted`, also the text quoted as a JSON string (see [`Out`]).
+    fn bounded(mut self, limit: usize, hint: &str, quoted: bool) -> Result<(String, Option<Vec<u8>>), Unsupported> {
+        // The JSON text is about 4/3 of the msgpack it comes from (quotes, key names).
+        let capacity = self.bytes.len().saturating_add(self.bytes.len() / 3);
+        let mut out = Out::new(capacity.min(limit).saturating_add(64), quoted);
         match self.write_root(&mut out, limit) {
-            Ok(()) => return Ok(into_string(out)),
+            Ok(()) => return Ok(out.finish()),
             Err(Stop::Unsupported) => return Err(Unsupported),
             Err(Stop::OverBudget) => {}
         }
@@ -206,7 +337,7 @@ impl<'a> Doc<'a> {
         self.mark(size, hint);
         out.clear();
         match self.write_root(&mut out, usize::MAX) {
-            Ok(()) => Ok(into_string(out)),
+            Ok(()) => Ok(out.finish()),
             Err(_) => Err(Unsupported),
         }
     }
@@ -305,44 +436,48 @@ impl<'k> Keys<'k> {
 }
 
 /// A scalar as serde_json writes the value [`value`] maps it to.
-fn write_scalar(token: Token<'_>, out: &mut Vec<u8>) -> Result<(), Unsupported> {
+fn write_scalar(token: Token<'_>, out: &mut Out) -> Result<(), Unsupported> {
+    let mark = out.len();
     let written = match token {
         Token::Nil => {
-            out.extend_from_slice(b"null");
-            Ok(())
+            out.plain(b"null");
+            return Ok(());
         }
         Token::Bool(true) => {
-            out.extend_from_slice(b"true");
-            Ok(())
+            out.plain(b"true");
+            return Ok(());
         }
         Token::Bool(false) => {
-            out.extend_from_slice(b"false");
-            Ok(())
+            out.plain(b"false");
+            return Ok(());
         }
-        Token::UInt(n) => serde_json::to_writer(&mut *out, &n),
-        Token::Int(n) => serde_json::to_writer(&mut *out, &n),
-        Token::F32(f) => return write_float(f64::from(f), out),
-        Token::F64(f) => return write_float(f, out),
-        Token::Str(bytes) => {
-            write_str(std::str::from_utf8(bytes).map_err(|_| Unsupported)?, out);
-            Ok(())
-        }
+        Token::Str(bytes) => return write_msgpack_str(bytes, out),
+        Token::UInt(n) => serde_json::to_writer(&mut out.json, &n),
+        Token::Int(n) => serde_json::to_writer(&mut out.json, &n),
+        Token::F32(f) => write_float(f64::from(f), &mut out.json)?,
+        Token::F64(f) => write_float(f, &mut out.json)?,
         Token::Bin(_) | Token::Ext(..) | Token::Array(_) | Token::Map(_) => return Err(Unsupported),
     };
-    written.map_err(|_| Unsupported)
+    written.map_err(|_| Unsupported)?;
+    // A number holds no `"` or `\`: the quoted form takes it as it is.
+    if let Some(quoted) = &mut out.quoted {
+        quoted.extend_from_slice(&out.json[mark..]);
+    }
+    Ok(())
 }
 
-fn write_float(f: f64, out: &mut Vec<u8>) -> Result<(), Unsupported> {
+/// A finite float as serde_json writes it (whole ones within ±2^53 as integers, as
+/// [`value`] maps them); not finite is for the tree path.
+fn write_float(f: f64, out: &mut Vec<u8>) -> Result<serde_json::Result<()>, Unsupported> {
     if !f.is_finite() {
         return Err(Unsupported);
     }
-    let written = if f.fract() == 0.0 && f.abs() <= MAX_EXACT_FLOAT_INT {
+    Ok(if f.fract() == 0.0 && f.abs() <= MAX_EXACT_FLOAT_INT {
         // Whole and within ±2^53: exact.
         serde_json::to_writer(&mut *out, &(f as i64))
     } else {
         serde_json::to_writer(&mut *out, &f)
-    };
-    written.map_err(|_| Unsupported)
+    })
 }
 
 /// The JSON length of a scalar, computed as [`super`] computes it for a tree.
@@ -354,7 +489,7 @@ fn scalar_len(token: Token<'_>) -> Result<usize, Unsupported> {
         Token::Int(n) if n >= 0 => super::digits(n.unsigned_abs()),
         Token::Int(n) => 1 + super::digits(n.unsigned_abs()),
         Token::F32(_) | Token::F64(_) => {
-            let mut text = Vec::new();
+            let mut text = Out::new(32, false);
             write_scalar(token, &mut text)?;
             text.len()
         }
@@ -592,26 +727,26 @@ impl Doc<'_> {
 
     /// Writes the document (with its cuts) as compact JSON; stops once `out` holds more
     /// than `budget` bytes.
-    fn write_root(&self, out: &mut Vec<u8>, budget: usize) -> Result<(), Stop> {
+    fn write_root(&self, out: &mut Out, budget: usize) -> Result<(), Stop> {
         match &self.top {
             Some(entries) => {
-                out.push(b'{');
+                out.byte(b'{');
                 for (i, (key, val)) in entries[..self.kept(TOP, entries.len())].iter().enumerate() {
                     if i > 0 {
-                        out.push(b',');
+                        out.byte(b',');
                     }
                     write_str(key, out);
-                    out.push(b':');
+                    out.byte(b':');
                     match *val {
                         Val::Raw(pos) => self.write(&mut Reader::at(self.bytes, pos), out, budget)?,
                         Val::Text(index) => self.write_string(self.text_id(index), out),
-                        Val::True => out.extend_from_slice(b"true"),
+                        Val::True => out.plain(b"true"),
                     }
                     if out.len() > budget {
                         return Err(Stop::OverBudget);
                     }
                 }
-                out.push(b'}');
+                out.byte(b'}');
             }
             None => self.write(&mut Reader::new(self.bytes), out, budget)?,
         }
@@ -621,43 +756,43 @@ impl Doc<'_> {
         Ok(())
     }
 
-    fn write(&self, reader: &mut Reader<'_>, out: &mut Vec<u8>, budget: usize) -> Result<(), Stop> {
+    fn write(&self, reader: &mut Reader<'_>, out: &mut Out, budget: usize) -> Result<(), Stop> {
         let id = reader.pos();
         let token = reader.next_token().map_err(|_| Stop::Unsupported)?;
         match token {
             Token::Array(len) => {
                 let keep = self.kept(id, len);
-                out.push(b'[');
+                out.byte(b'[');
                 for i in 0..keep {
                     if i > 0 {
-                        out.push(b',');
+                        out.byte(b',');
                     }
                     self.write(reader, out, budget)?;
                     if out.len() > budget {
                         return Err(Stop::OverBudget);
                     }
                 }
-                out.push(b']');
+                out.byte(b']');
                 self.skip_cut(reader, id, len - keep, 1)?;
             }
             Token::Map(len) => {
                 let keep = self.kept(id, len);
                 let mut keys = Keys::new();
-                out.push(b'{');
+                out.byte(b'{');
                 for i in 0..keep {
                     if i > 0 {
-                        out.push(b',');
+                        out.byte(b',');
                     }
                     let key = key_text(reader.next_token().map_err(|_| Stop::Unsupported)?)?;
                     keys.push(key.as_bytes())?;
                     write_str(key, out);
-                    out.push(b':');
+                    out.byte(b':');
                     self.write(reader, out, budget)?;
                     if out.len() > budget {
                         return Err(Stop::OverBudget);
                     }
                 }
-                out.push(b'}');
+                out.byte(b'}');
                 keys.check()?;
                 self.skip_cut(reader, id, len - keep, 2)?;
             }
@@ -670,7 +805,7 @@ impl Doc<'_> {
         Ok(())
     }
 
-    fn write_string(&self, id: Id, out: &mut Vec<u8>) {
+    fn write_string(&self, id: Id, out: &mut Out) {
         let (text, cut) = self.string_now(id);
         if cut {
             write_str(&format!("{text}…"), out);
@@ -680,17 +815,44 @@ impl Doc<'_> {
     }
 }
 
-fn write_str(text: &str, out: &mut Vec<u8>) {
+/// Bytes that a JSON string holds as they are and that are ASCII: printable, not `"`
+/// or `\`.
+static PLAIN_ASCII: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut byte = 0x20;
+    while byte < 0x7f {
+        table[byte] = byte != b'"' as usize && byte != b'\\' as usize;
+        byte += 1;
+    }
+    table
+};
+
+fn write_str(text: &str, out: &mut Out) {
     // Most strings (names, paths, class names) need no escape: copied whole.
     if text.bytes().all(|byte| super::ESCAPE_EXTRA[usize::from(byte)] == 0) {
-        out.reserve(text.len() + 2);
-        out.push(b'"');
-        out.extend_from_slice(text.as_bytes());
-        out.push(b'"');
+        out.quote();
+        out.plain(text.as_bytes());
+        out.quote();
     } else {
+        let mark = out.len();
         // Writing to a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut *out, text);
+        let _ = serde_json::to_writer(&mut out.json, text);
+        out.catch_up(mark);
     }
+}
+
+/// A msgpack string as a JSON string; not UTF-8 is for the tree path.
+fn write_msgpack_str(bytes: &[u8], out: &mut Out) -> Result<(), Unsupported> {
+    // Plain ASCII (most names and paths) is UTF-8 and needs no escape: one look at each
+    // byte instead of a UTF-8 check and then an escape check.
+    if bytes.iter().all(|byte| PLAIN_ASCII[usize::from(*byte)]) {
+        out.quote();
+        out.plain(bytes);
+        out.quote();
+        return Ok(());
+    }
+    write_str(std::str::from_utf8(bytes).map_err(|_| Unsupported)?, out);
+    Ok(())
 }
 
 #[cfg(test)]
@@ -706,8 +868,19 @@ mod tests {
         serde_json::to_string(&super::super::bound(json, limit, hint)).unwrap()
     }
 
+    /// This module's text, after checking that the form quoted in the same pass is the
+    /// text as serde_json quotes it (the text block of a large result).
     fn by_bytes(value: &Msgpack, top: &Top<'_>, limit: usize, hint: &str) -> String {
-        bound_raw(&RawValue::encode(value), top, limit, hint)
+        let raw = RawValue::encode(value);
+        let text = bound_raw(&raw, top, limit, hint);
+        let (same, quoted) = bound_raw_quoted(&raw, top, limit, hint);
+        assert_eq!(same, text, "the quoted path writes the same text");
+        assert_eq!(
+            String::from_utf8(quoted).unwrap(),
+            serde_json::to_string(&text).unwrap(),
+            "the quoted form"
+        );
+        text
     }
 
     fn top() -> Top<'static> {
@@ -864,11 +1037,10 @@ mod tests {
         for raw in cases {
             let value = raw.decode().unwrap();
             for limit in [usize::MAX, 40] {
-                assert_eq!(
-                    bound_raw(&raw, &top(), limit, "h"),
-                    by_tree(&value, &top(), limit, "h"),
-                    "{value}"
-                );
+                let text = bound_raw(&raw, &top(), limit, "h");
+                assert_eq!(text, by_tree(&value, &top(), limit, "h"), "{value}");
+                let (same, quoted) = bound_raw_quoted(&raw, &top(), limit, "h");
+                assert_eq!((same, quoted), (text.clone(), serde_json::to_vec(&text).unwrap()));
             }
         }
         let text = by_bytes(
