@@ -180,6 +180,73 @@ async fn a_plugin_flooding_events_is_bounded_and_every_dropped_event_is_counted(
     drop(stalled_sink);
 }
 
+/// A peer that asks for large results and never reads them is disconnected once more
+/// than its limit is queued for it (here, with `--max-message-mib 1`, about 3 MiB),
+/// rather than having the host hold every result it asked for: 100 results of 900 KB
+/// would be 90 MB.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_that_never_reads_its_large_results_is_disconnected_before_they_pile_up() {
+    const CALLS: u64 = 100;
+    let port = free_port();
+    let host = Mcp::spawn(port, &["--max-message-mib", "1"]).await;
+    let mut encoded = Vec::new();
+    rmpv::encode::write_value(&mut encoded, &Value::from("r".repeat(900 * 1024))).unwrap();
+    let result = std::sync::Arc::new(encoded);
+    let _studio = FakePlugin::connect(
+        port,
+        Identity {
+            framing: support::fake_plugin::Framing::Binary,
+            ..Identity::edit("A")
+        },
+        handler(move |action, args| match action {
+            "exec" => Reply::Raw(std::sync::Arc::clone(&result)),
+            _ => studio_like()(action, args),
+        }),
+    )
+    .await;
+
+    let (mut sink, mut stream) = raw_peer(port).await;
+    for id in 1..=CALLS {
+        let call = value_map(vec![
+            ("t", "call".into()),
+            ("id", id.into()),
+            ("target", value_map(vec![])),
+            ("action", "exec".into()),
+            ("args", value_map(vec![("script", "big".into())])),
+            ("timeoutMs", 60_000.into()),
+        ]);
+        sink.feed(frame(&call)).await.unwrap();
+    }
+    sink.flush().await.unwrap();
+    // Not reading: the host answers into its queue for this peer until the limit.
+    support::wait_for("the Studio to answer every call", Duration::from_secs(60), || {
+        _studio.log().answered >= CALLS
+    })
+    .await;
+    // Reading now finds what the sockets held, then the end: the host let the peer go.
+    let mut results = 0u64;
+    let ended = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            match stream.next().await {
+                Some(Ok(Message::Binary(_))) => results += 1,
+                Some(Ok(_)) => {}
+                Some(Err(_)) | None => return,
+            }
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the host closed the link of a peer that did not read");
+    assert!(
+        results < CALLS,
+        "the host did not keep all {CALLS} results for it ({results} arrived)"
+    );
+    let peak = peak_rss_mib(host.pid);
+    eprintln!("unread results: {CALLS} asked, {results} arrived before the host let go; host peak RSS {peak:.1} MiB");
+    assert!(peak < PEAK_RSS_LIMIT_MIB, "host peak RSS {peak:.1} MiB");
+    // The host is still fine for everyone else.
+    host.ok("studio_state", json!({})).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_peer_opening_ten_thousand_calls_gets_an_answer_or_busy_for_each() {
     const CALLS: u64 = 10_000;

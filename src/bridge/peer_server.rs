@@ -54,9 +54,6 @@ pub fn peer_queue_limit(max_message_bytes: usize) -> usize {
 /// How often a subscription waiting for room on a peer's socket looks again.
 const ROOM_POLL: std::time::Duration = std::time::Duration::from_millis(10);
 
-/// Close code for a peer disconnected because it left too much unread.
-pub const CLOSE_PEER_TOO_SLOW: u16 = 4004;
-
 type Inflight = Arc<Mutex<HashMap<u64, CancellationToken>>>;
 
 /// What the host has queued for one peer's socket, counted in bytes until its writer has
@@ -173,14 +170,11 @@ pub async fn serve_peer(socket: WebSocket, registry: Arc<Registry>, shutdown: Ca
     for token in tokens {
         token.cancel();
     }
-    let overflowed = outbound.overflow.is_cancelled();
     drop(outbound);
     if silent {
-        // A peer that stopped reading may never take the rest: do not wait on its socket.
+        // A peer that stopped reading may never take the rest (a close frame included):
+        // do not wait on its socket.
         writer.abort();
-        if overflowed {
-            tracing::debug!(code = CLOSE_PEER_TOO_SLOW, "peer dropped for leaving too much unread");
-        }
     } else {
         let _ = writer.await;
     }
