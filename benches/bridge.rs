@@ -283,7 +283,8 @@ async fn b1(plan: &Plan, report: &mut Report) -> anyhow::Result<()> {
     let _plugin = fast_plugin(port, Identity::edit("B1"), exec_handler()).await;
     let peer = server.client.peer().clone();
     let (p50, p99, max) = sequential_exec(&peer, plan).await?;
-    report.row("B1", "exec round trip p50", p50, Unit::Micros, Target::AtMost(150.0));
+    // Issue #14 lowered TESTING.md's 150 µs to 120 µs.
+    report.row("B1", "exec round trip p50", p50, Unit::Micros, Target::AtMost(120.0));
     report.row("B1", "exec round trip p99", p99, Unit::Micros, Target::AtMost(500.0));
     report.row("B1", "exec round trip max", max, Unit::Micros, Target::None);
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -408,9 +409,11 @@ async fn b3(plan: &Plan, report: &mut Report) -> anyhow::Result<()> {
         result.len(),
         result.len().div_ceil(3) * 4
     ));
-    for (label, extra) in [
-        ("default bound (256 KiB)", &[][..]),
-        ("whole result", &["--max-result-kib", B3_FULL_LIMIT_KIB][..]),
+    // Targets as issue #14 set them: the default bound within 100 ms, the whole 28.8 MB
+    // line within 150 ms.
+    for (label, extra, target_ms) in [
+        ("default bound (256 KiB)", &[][..], 100.0),
+        ("whole result", &["--max-result-kib", B3_FULL_LIMIT_KIB][..], 150.0),
     ] {
         let port = free_port();
         let name = if extra.is_empty() { "b3-default" } else { "b3-whole" };
@@ -447,7 +450,7 @@ async fn b3(plan: &Plan, report: &mut Report) -> anyhow::Result<()> {
             &format!("{label}: plugin's frame sent → last byte on stdout"),
             host,
             Unit::Millis,
-            Target::AtMost(100.0),
+            Target::AtMost(target_ms),
         );
         report.row(
             "B3",
