@@ -399,3 +399,33 @@ async fn an_mcp_client_pipelining_ten_thousand_calls_gets_ten_thousand_answers()
     assert!(ok > 0, "calls within the cap ran");
     assert!(peak < PEAK_RSS_LIMIT_MIB, "host peak RSS {peak:.1} MiB");
 }
+
+/// A `state` event sent while the plugin is over its event budget is not published to
+/// subscribers, but the session's run state still changes: `studio_sessions` must not
+/// report a stale state because the Studio also printed a lot.
+#[tokio::test]
+async fn a_state_change_during_a_flood_still_updates_the_session() {
+    let port = free_port();
+    let host = Mcp::spawn(port, &[]).await;
+    let studio = FakePlugin::connect(port, Identity::edit("S"), studio_like()).await;
+    // Twice the burst, as fast as the socket takes it: the budget is spent.
+    let burst = u64::from(studio_bridge::bridge::events::EVENT_BURST) * 2;
+    studio.flood_logs(burst, 10_000_000, 16).await;
+    studio.send_event("state", value_map(vec![("state", "Run".into())]));
+    let state = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let sessions = host.ok("studio_sessions", json!({})).await;
+            let state = sessions["sessions"][0]["state"].clone();
+            if state == "Run" {
+                return state;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert_eq!(
+        state.ok(),
+        Some(Json::from("Run")),
+        "the session's state follows Studio"
+    );
+}

@@ -435,18 +435,23 @@ fn deliver(message: PluginMessage, link: &Link, session_id: &str, registry: &Reg
             }
         }
         PluginMessage::Event { event, data } => {
-            let is_state = event == "state";
-            if !is_state {
-                match budgets.events.admit(session_id, tokio::time::Instant::now()) {
-                    Admit::Drop => return,
-                    Admit::AfterGap(gap) => registry.publish_event(gap),
-                    Admit::Publish => {}
-                }
-            }
-            let data = value::to_json(&data);
-            if is_state && let Some(state) = data.get("state").and_then(|s| s.as_str()) {
+            // A session's run state is kept whatever the budget: `sessions` must not go
+            // stale. Publishing it to subscribers is budgeted like any event, so that a
+            // plugin cannot flood them with `state` instead.
+            if event == "state"
+                && let Some(state) = data
+                    .as_map()
+                    .and_then(|entries| entries.iter().find(|(key, _)| key.as_str() == Some("state")))
+                    .and_then(|(_, state)| state.as_str())
+            {
                 registry.set_state(session_id, state.to_owned());
             }
+            match budgets.events.admit(session_id, tokio::time::Instant::now()) {
+                Admit::Drop => return,
+                Admit::AfterGap(gap) => registry.publish_event(gap),
+                Admit::Publish => {}
+            }
+            let data = value::to_json(&data);
             registry.publish_event(SessionEvent {
                 session_id: session_id.to_owned(),
                 event,

@@ -11,8 +11,8 @@
 //! [`GAP_EVENT`] saying how many were dropped and where to read them instead:
 //!
 //! - each plugin socket may publish [`EVENTS_PER_SECOND`] events a second (bursts of up
-//!   to [`EVENT_BURST`]) into the host: [`EventBudget`]. `state` events always pass:
-//!   they are rare, and a session's run state must not go stale;
+//!   to [`EVENT_BURST`]) into the host: [`EventBudget`]. A `state` event always updates
+//!   the session's run state (which must not go stale), and is published under the budget;
 //! - the host's event bus keeps the last 1,024 for subscribers that fall behind;
 //! - each subscriber's stream holds [`SUBSCRIBER_QUEUE`] events: [`EventSink`]; a peer's
 //!   subscription, forwarded over its socket, is bounded in bytes instead (see
