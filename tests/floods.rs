@@ -429,3 +429,48 @@ async fn a_state_change_during_a_flood_still_updates_the_session() {
         "the session's state follows Studio"
     );
 }
+
+/// A peer subscriber that stops reading for a moment (its socket fills, the host's queue
+/// for it passes 1 MiB) falls behind without the host's memory growing, and once it
+/// reads again the stream goes on: what it missed is counted in a gap of its own stream
+/// (sessionId ""), and the books balance.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_subscriber_that_pauses_falls_behind_then_catches_up_with_a_count() {
+    const FLOOD: u64 = 30_000;
+    let port = free_port();
+    let _host = Mcp::spawn(port, &[]).await;
+    let flooder = FakePlugin::connect(port, Identity::edit("F"), studio_like()).await;
+    let (mut sink, mut stream) = raw_peer(port).await;
+    sink.send(subscribe(1, value_map(vec![]))).await.unwrap();
+    assert_eq!(field(&next_frame(&mut stream).await, "ok"), &Value::from(true));
+
+    // Not reading while 30,000 lines of 2 KB go by (the budget passes about 10,000-20,000
+    // of them: more than the sockets and the host's 1 MiB hold).
+    flooder.flood_logs(FLOOD, 100_000, 2048).await;
+    let (mut delivered, mut dropped, mut behind) = (0u64, 0u64, 0u64);
+    tokio::time::timeout(Duration::from_secs(60), async {
+        while delivered + dropped < FLOOD {
+            let message = next_frame(&mut stream).await;
+            let data = field(&message, "data");
+            match field(&message, "event").as_str() {
+                Some("log") => delivered += 1,
+                Some("gap") => {
+                    let count = field(data, "dropped").as_u64().expect("a count");
+                    dropped += count;
+                    if field(&message, "sessionId").as_str() == Some("") {
+                        behind += count;
+                    }
+                }
+                other => panic!("unexpected event {other:?}"),
+            }
+        }
+    })
+    .await
+    .expect("the subscriber caught up and its books balanced");
+    eprintln!("paused subscriber: {delivered} delivered, {dropped} dropped ({behind} while it did not read)");
+    assert_eq!(delivered + dropped, FLOOD);
+    assert!(
+        behind > 0,
+        "the subscriber's own stream fell behind while it did not read"
+    );
+}

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use axum::extract::ws::{Message, WebSocket};
 use futures_util::StreamExt;
 use rmpv::Value as Msgpack;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{Notify, broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::connection::write_loop;
@@ -51,9 +51,6 @@ pub fn peer_queue_limit(max_message_bytes: usize) -> usize {
     PEER_LOSSY_BYTES + 2 * (max_message_bytes + 1024)
 }
 
-/// How often a subscription waiting for room on a peer's socket looks again.
-const ROOM_POLL: std::time::Duration = std::time::Duration::from_millis(10);
-
 type Inflight = Arc<Mutex<HashMap<u64, CancellationToken>>>;
 
 /// What the host has queued for one peer's socket, counted in bytes until its writer has
@@ -62,6 +59,8 @@ type Inflight = Arc<Mutex<HashMap<u64, CancellationToken>>>;
 struct Outbox {
     sender: mpsc::UnboundedSender<Outbound>,
     queued: Arc<AtomicUsize>,
+    /// Woken when the writer brings `queued` back under [`PEER_LOSSY_BYTES`].
+    room: Arc<Notify>,
     limit: usize,
     /// Cancelled when the peer has more than `limit` unread: the connection ends.
     overflow: CancellationToken,
@@ -82,6 +81,21 @@ impl Outbox {
         self.queued.load(Ordering::Relaxed) <= PEER_LOSSY_BYTES
     }
 
+    /// Waits until there is room for an event; false if the peer is gone meanwhile.
+    async fn room(&self) -> bool {
+        loop {
+            // Registered before the check, so a wake between the two is not lost.
+            let woken = self.room.notified();
+            if self.has_room() {
+                return true;
+            }
+            tokio::select! {
+                () = woken => {}
+                () = self.sender.closed() => return false,
+            }
+        }
+    }
+
     /// Queues a frame that may be lost (progress) if there is room for it.
     fn offer(&self, frame: impl FnOnce() -> Vec<u8>) {
         if self.has_room() {
@@ -92,10 +106,6 @@ impl Outbox {
     fn control(&self, message: Outbound) {
         let _ = self.sender.send(message);
     }
-
-    fn is_closed(&self) -> bool {
-        self.sender.is_closed()
-    }
 }
 
 pub async fn serve_peer(socket: WebSocket, registry: Arc<Registry>, shutdown: CancellationToken) {
@@ -105,11 +115,16 @@ pub async fn serve_peer(socket: WebSocket, registry: Arc<Registry>, shutdown: Ca
     let outbound = Outbox {
         sender,
         queued: Arc::clone(&queued),
+        room: Arc::new(Notify::new()),
         limit: peer_queue_limit(registry.max_message_bytes),
         overflow: CancellationToken::new(),
     };
+    let room = Arc::clone(&outbound.room);
     let writer = tokio::spawn(write_loop(sink, queue, move |written| {
-        queued.fetch_sub(written, Ordering::Relaxed);
+        let before = queued.fetch_sub(written, Ordering::Relaxed);
+        if before > PEER_LOSSY_BYTES && before - written <= PEER_LOSSY_BYTES {
+            room.notify_waiters();
+        }
     }));
     let inflight: Inflight = Arc::default();
     let mut ping = liveness::ticker();
@@ -345,11 +360,8 @@ fn handle(request: PeerRequest, registry: &Arc<Registry>, outbound: &Outbox, inf
                         () = cancel.cancelled() => return,
                     };
                     let Some(event) = event else { return };
-                    while !outbound.has_room() {
-                        if outbound.is_closed() {
-                            return;
-                        }
-                        tokio::time::sleep(ROOM_POLL).await;
+                    if !outbound.room().await {
+                        return;
                     }
                     outbound.send(encode(&HostOut::Event {
                         id,
