@@ -14,14 +14,13 @@
 //!   to [`EVENT_BURST`]) into the host: [`EventBudget`]. A `state` event always updates
 //!   the session's run state (which must not go stale), and is published under the budget;
 //! - the host's event bus keeps the last 1,024 for subscribers that fall behind;
-//! - each subscriber's stream holds [`SUBSCRIBER_QUEUE`] events: [`EventSink`]; a peer's
-//!   subscription, forwarded over its socket, is bounded in bytes instead (see
-//!   `peer_server.rs`).
-
-use std::time::Duration;
+//! - each subscriber's stream holds [`SUBSCRIBER_QUEUE`] events ([`EventSink`] and
+//!   [`EventStream`]); a peer's subscription runs through one too, and waits while the
+//!   host's queue for the peer's socket is over its byte bound (see `peer_server.rs`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::{TryRecvError, TrySendError};
@@ -44,8 +43,8 @@ pub const EVENT_BURST: u32 = 10_000;
 /// While a socket keeps flooding, how often the count of its dropped events is reported.
 pub const GAP_INTERVAL: Duration = Duration::from_secs(1);
 
-/// A pause in dropping this long means the flood is over: the count is reported with the
-/// next event.
+/// A pause in dropping this long means the flood is over: the count is reported then,
+/// with the next event or on its own (`EventBudget::flush_at`).
 pub const GAP_QUIET: Duration = Duration::from_millis(100);
 
 /// Events one subscriber's stream holds before it drops.
