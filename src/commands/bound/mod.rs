@@ -104,30 +104,19 @@ fn deep_note(count: usize) -> String {
 
 /// Replaces every array or map deeper than `max` levels with a string; returns how many.
 fn cut_deep(value: &mut Json, max: usize) -> usize {
-    fn visit(value: &mut Json, level: usize, max: usize, cut: &mut usize) {
-        let children: Box<dyn Iterator<Item = &mut Json>> = match value {
-            Json::Array(items) => Box::new(items.iter_mut()),
-            Json::Object(map) => Box::new(map.values_mut()),
-            _ => return,
-        };
-        for child in children {
-            if !matches!(child, Json::Array(_) | Json::Object(_)) {
-                continue;
-            }
-            if level == max {
-                *child = Json::String(format!("<table nested deeper than {max} levels>"));
-                *cut += 1;
-            } else {
-                visit(child, level + 1, max, cut);
-            }
+    /// `value` is at `level` (the top is 1).
+    fn visit(value: &mut Json, level: usize, max: usize) -> usize {
+        if level > max && matches!(value, Json::Array(_) | Json::Object(_)) {
+            *value = Json::String(format!("<table nested deeper than {max} levels>"));
+            return 1;
+        }
+        match value {
+            Json::Array(items) => items.iter_mut().map(|child| visit(child, level + 1, max)).sum(),
+            Json::Object(map) => map.values_mut().map(|child| visit(child, level + 1, max)).sum(),
+            _ => 0,
         }
     }
-    if !matches!(value, Json::Array(_) | Json::Object(_)) {
-        return 0;
-    }
-    let mut cut = 0;
-    visit(value, 1, max, &mut cut);
-    cut
+    visit(value, 1, max)
 }
 
 fn mark_with(value: Json, note: String) -> Json {
