@@ -11,18 +11,15 @@ use std::collections::BTreeSet;
 use std::process::Stdio;
 use std::time::Duration;
 
-use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use rmpv::Value;
 use serde_json::{Value as Json, json};
 use support::fake_plugin::{FakePlugin, Identity, Reply, handler, studio_like, value_map};
 use support::free_port;
 use support::mcp_client::{Mcp, binary, empty_config_dir};
+use support::raw_peer::{self, frame, next_frame};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 /// The most memory a flooded host may reach. Idle it holds about 10 MiB; each flood
 /// below, unbounded, queues over 100 MiB.
@@ -37,41 +34,6 @@ fn peak_rss_mib(pid: u32) -> f64 {
         .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
         .expect("VmHWM in /proc/<pid>/status");
     kib / 1024.0
-}
-
-type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
-
-/// A peer of the host, speaking docs/protocol.md (Peers) directly.
-async fn raw_peer(port: u16) -> (SplitSink<Socket, Message>, SplitStream<Socket>) {
-    let token = std::fs::read_to_string(studio_bridge::bridge::token::token_path(port)).expect("the host's token");
-    let mut request = format!("ws://127.0.0.1:{port}/v1/client")
-        .into_client_request()
-        .unwrap();
-    request
-        .headers_mut()
-        .insert("authorization", format!("Bearer {}", token.trim()).parse().unwrap());
-    let (socket, _) = tokio_tungstenite::connect_async(request).await.expect("the peer joins");
-    socket.split()
-}
-
-fn frame(value: &Value) -> Message {
-    let mut bytes = Vec::new();
-    rmpv::encode::write_value(&mut bytes, value).unwrap();
-    Message::Binary(bytes.into())
-}
-
-/// The next peer-protocol frame (pings and pongs skipped).
-async fn next_frame(stream: &mut SplitStream<Socket>) -> Value {
-    loop {
-        let message = tokio::time::timeout(Duration::from_secs(60), stream.next())
-            .await
-            .expect("the host answers")
-            .expect("the link stays open")
-            .expect("a frame");
-        if let Message::Binary(bytes) = message {
-            return rmpv::decode::read_value(&mut &bytes[..]).expect("msgpack");
-        }
-    }
 }
 
 fn field<'a>(value: &'a Value, key: &str) -> &'a Value {
@@ -108,13 +70,13 @@ async fn a_plugin_flooding_events_is_bounded_and_every_dropped_event_is_counted(
 
     // One subscriber that reads, and one that stops reading after its subscription is
     // acknowledged (the host must not queue the flood for it).
-    let (mut reader_sink, mut reader) = raw_peer(port).await;
+    let (mut reader_sink, mut reader) = raw_peer::connect(port).await;
     reader_sink
         .send(subscribe(1, value_map(vec![("sessionId", "F-edit".into())])))
         .await
         .unwrap();
     assert_eq!(field(&next_frame(&mut reader).await, "ok"), &Value::from(true));
-    let (mut stalled_sink, mut stalled) = raw_peer(port).await;
+    let (mut stalled_sink, mut stalled) = raw_peer::connect(port).await;
     stalled_sink.send(subscribe(1, value_map(vec![]))).await.unwrap();
     assert_eq!(field(&next_frame(&mut stalled).await, "ok"), &Value::from(true));
 
@@ -205,7 +167,7 @@ async fn a_peer_that_never_reads_its_large_results_is_disconnected_before_they_p
     )
     .await;
 
-    let (mut sink, mut stream) = raw_peer(port).await;
+    let (mut sink, mut stream) = raw_peer::connect(port).await;
     for id in 1..=CALLS {
         let call = value_map(vec![
             ("t", "call".into()),
@@ -264,7 +226,7 @@ async fn a_peer_opening_ten_thousand_calls_gets_an_answer_or_busy_for_each() {
     let _quiet = FakePlugin::connect(port, Identity::edit("Q"), studio_like()).await;
 
     // 10,000 calls in one burst, round-robin over five Studios that never answer them.
-    let (mut sink, mut stream) = raw_peer(port).await;
+    let (mut sink, mut stream) = raw_peer::connect(port).await;
     for id in 1..=CALLS {
         let call = value_map(vec![
             ("t", "call".into()),
@@ -440,7 +402,7 @@ async fn a_peer_subscriber_that_pauses_falls_behind_then_catches_up_with_a_count
     let port = free_port();
     let _host = Mcp::spawn(port, &[]).await;
     let flooder = FakePlugin::connect(port, Identity::edit("F"), studio_like()).await;
-    let (mut sink, mut stream) = raw_peer(port).await;
+    let (mut sink, mut stream) = raw_peer::connect(port).await;
     sink.send(subscribe(1, value_map(vec![]))).await.unwrap();
     assert_eq!(field(&next_frame(&mut stream).await, "ok"), &Value::from(true));
 

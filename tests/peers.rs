@@ -13,10 +13,10 @@ use serde_json::json;
 use support::fake_plugin::{FakePlugin, Identity, Reply, handler, studio_like, value_map};
 use support::free_port;
 use support::mcp_client::{Mcp, binary, error_of};
+use support::raw_peer;
 use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout};
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 fn signal(pid: u32, signal: &str) {
     let status = std::process::Command::new("kill")
@@ -88,15 +88,7 @@ async fn a_host_drops_a_peer_that_stops_answering_pings_and_cancels_its_calls() 
     let plugin = FakePlugin::connect(port, Identity::edit("A"), slow_never_answers()).await;
 
     // A raw peer: the token and one `call`, written against docs/protocol.md.
-    let token = std::fs::read_to_string(studio_bridge::bridge::token::token_path(port)).expect("the host's token");
-    let mut request = format!("ws://127.0.0.1:{port}/v1/client")
-        .into_client_request()
-        .unwrap();
-    request
-        .headers_mut()
-        .insert("authorization", format!("Bearer {}", token.trim()).parse().unwrap());
-    let (socket, _) = tokio_tungstenite::connect_async(request).await.expect("the peer joins");
-    let (mut sink, mut stream) = socket.split();
+    let (mut sink, mut stream) = raw_peer::connect(port).await;
     let call = value_map(vec![
         ("t", "call".into()),
         ("id", 7.into()),
@@ -105,9 +97,7 @@ async fn a_host_drops_a_peer_that_stops_answering_pings_and_cancels_its_calls() 
         ("args", value_map(vec![("script", "slow".into())])),
         ("timeoutMs", 120_000.into()),
     ]);
-    let mut bytes = Vec::new();
-    rmpv::encode::write_value(&mut bytes, &call).unwrap();
-    sink.send(Message::Binary(bytes.into())).await.unwrap();
+    sink.send(raw_peer::frame(&call)).await.unwrap();
     plugin
         .wait("the raw peer's call", Duration::from_secs(10), |log| {
             log.requests.iter().any(|r| r.args["script"].as_str() == Some("slow"))

@@ -5,6 +5,7 @@
 pub mod fake_plugin;
 pub mod lune;
 pub mod mcp_client;
+pub mod raw_peer;
 
 use std::time::{Duration, Instant};
 
