@@ -14,8 +14,11 @@
 //! named by `STUDIO_BRIDGE_BENCH_WRAP_ONLY` (`b3-whole`; names as in `bench/logs/`).
 //!
 //! The fake plugins speak the real plugin's framing (base64 text frames, as Studio's
-//! `WebStreamClient` sends them) and run in this process, so they share the machine's
-//! two cores with the server.
+//! `WebStreamClient` sends them). Each runs on a thread and runtime of its own, as each
+//! Studio is a process of its own, and the client runs on this process's one
+//! (current-thread) runtime, as an agent's client runs on one event loop: a 2-worker
+//! runtime shared by all of them added its own hand-offs between threads to every
+//! figure. All of them share the machine's two cores with the server.
 
 #[path = "../tests/support/fake_plugin.rs"]
 #[allow(dead_code)]
@@ -46,7 +49,7 @@ const B3_MODELS: usize = 100;
 const B3_PARTS: usize = 1000;
 const B3_FULL_LIMIT_KIB: &str = "1048576";
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let quick = args.iter().any(|a| a == "--quick");
@@ -669,48 +672,41 @@ async fn b10(plan: &Plan, report: &mut Report) -> anyhow::Result<()> {
     let port = free_port();
     let host = Server::spawn("b10-host", port, &[], true).await?;
     let quiet = fast_plugin(port, Identity::edit("B10-quiet"), exec_handler()).await;
-    // The loaded Studio runs on a thread of its own, as a Studio is a process of its own:
-    // base64-encoding 14 MB per answer must not share this process's workers with the
-    // client whose latency is measured.
     let result = Arc::new(query_result());
-    let (session_tx, session_rx) = tokio::sync::oneshot::channel();
-    let (stop_loaded, stopped) = tokio::sync::oneshot::channel::<()>();
     let loaded = {
         let raw = Arc::clone(&result);
-        std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-            runtime.block_on(async move {
-                let plugin = fast_plugin(
-                    port,
-                    Identity::edit("B10-load"),
-                    handler(move |_, _| Reply::Raw(Arc::clone(&raw))),
-                )
-                .await;
-                let _ = session_tx.send(plugin.session_id().to_owned());
-                let _ = stopped.await;
-            });
-            anyhow::Ok(())
-        })
+        fast_plugin(
+            port,
+            Identity::edit("B10-load"),
+            handler(move |_, _| Reply::Raw(Arc::clone(&raw))),
+        )
+        .await
     };
-    let loaded_session = session_rx.await?;
-    let agent = Server::spawn("b10-peer", port, &[], false).await?;
+    let loaded_session = loaded.session_id().to_owned();
     let call = CallToolRequestParams::new("studio_query").with_arguments(object(json!({
         "path": "game.Workspace", "depth": 2, "properties": ["Anchored"], "sessionId": loaded_session
     })));
+    // The second agent runs on a thread of its own, as the process of its own it models:
+    // parsing its results must not share a thread with the measured client.
     let stop = tokio_util::sync::CancellationToken::new();
+    let (ready_tx, ready) = tokio::sync::oneshot::channel();
     let load = {
-        let peer = agent.client.peer().clone();
         let stop = stop.clone();
-        tokio::spawn(async move {
+        own_thread("b10-agent").spawn(async move {
+            let agent = Server::spawn("b10-peer", port, &[], false).await?;
+            let _ = ready_tx.send(());
+            let peer = agent.client.peer().clone();
             let mut results = 0usize;
             while !stop.is_cancelled() {
                 let text = ok(peer.call_tool(call.clone()).await?)?;
                 check_query(&text, true)?;
                 results += 1;
             }
+            agent.stop().await;
             anyhow::Ok(results)
         })
     };
+    ready.await?;
     let started = Instant::now();
     let measured = sequential_exec_on(host.client.peer(), plan, Some(quiet.session_id())).await;
     let elapsed = started.elapsed();
@@ -746,9 +742,7 @@ async fn b10(plan: &Plan, report: &mut Report) -> anyhow::Result<()> {
         result.len(),
         elapsed.as_secs_f64()
     ));
-    agent.stop().await;
-    let _ = stop_loaded.send(());
-    let _ = loaded.join();
+    drop(loaded);
     drop(quiet);
     host.stop().await;
     Ok(())
@@ -1308,12 +1302,41 @@ impl<R: AsyncRead + Unpin> AsyncRead for ProbedReader<R> {
 // ---------------------------------------------------------------------------------------
 // Plugins, calls and statistics.
 
+/// A fake Studio that answers at once, on a thread and runtime of its own: a Studio is
+/// a process of its own, so its work (base64-encoding 14 MB answers, say) must not share
+/// a thread with the client whose latency is measured, nor add that client's thread
+/// hand-offs to the figure.
 async fn fast_plugin(port: u16, identity: Identity, handler: Handler) -> FakePlugin {
     let options = Options {
         answer_inline: true,
         quiet: true,
     };
-    FakePlugin::connect_with(port, identity, handler, options).await
+    let plugin = {
+        let _studio = own_thread("fake-studio").enter();
+        FakePlugin::start_with(port, identity, handler, options)
+    };
+    plugin
+        .wait("welcome", Duration::from_secs(15), |log| log.welcomes >= 1)
+        .await;
+    plugin
+}
+
+/// A current-thread runtime on a new thread, which runs what is spawned on it until the
+/// benchmark exits: a stand-in for another process (a Studio, a second agent).
+fn own_thread(name: &str) -> tokio::runtime::Handle {
+    let (handle_tx, handle_rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name(name.to_owned())
+        .spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime for the thread");
+            let _ = handle_tx.send(runtime.handle().clone());
+            runtime.block_on(std::future::pending::<()>());
+        })
+        .expect("a thread");
+    handle_rx.recv().expect("the thread's runtime")
 }
 
 /// Answers `exec` the way the plugin does for `return 2, nil, "ok"` with one print.
