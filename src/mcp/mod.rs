@@ -197,32 +197,56 @@ impl ServerHandler for McpServer {
             tracing::info!(tool = %request.name, "refused by policy");
             return Ok(error_result(&error).into());
         }
-        let progress = context.meta.get_progress_token().map(|token| {
-            let (sender, mut updates) = mpsc::channel::<Progress>(PROGRESS_QUEUE);
-            let peer = context.peer.clone();
-            tokio::spawn(async move {
-                while let Some(update) = updates.recv().await {
-                    let mut param = ProgressNotificationParam::new(token.clone(), update.progress);
-                    param.total = update.total;
-                    param.message = update.message;
-                    if peer.notify_progress(param).await.is_err() {
-                        break;
-                    }
-                }
-            });
-            sender
-        });
+        // Progress is forwarded from this call's own task, not a task spawned per call:
+        // most clients send a progress token with every call, and most calls report none.
+        let token = context.meta.get_progress_token();
+        let (sender, mut updates) = match token {
+            Some(_) => {
+                let (sender, updates) = mpsc::channel::<Progress>(PROGRESS_QUEUE);
+                (Some(sender), Some(updates))
+            }
+            None => (None, None),
+        };
         let parts = InvocationParts {
             bridge: self.bridge.clone(),
             hooks: CallHooks {
-                progress,
+                progress: sender,
                 cancel: context.ct.clone(),
             },
             defaults: Arc::clone(&self.defaults),
             target: Target::default(),
             policy: Some(Arc::clone(&self.report)),
         };
-        let result = match command.invoke(args, parts, self.limits).await {
+        let invoke = command.invoke(args, parts, self.limits);
+        let outcome = match (token, updates.as_mut()) {
+            (Some(token), Some(updates)) => {
+                let forward = |update: Progress| {
+                    let mut param = ProgressNotificationParam::new(token.clone(), update.progress);
+                    param.total = update.total;
+                    param.message = update.message;
+                    param
+                };
+                tokio::pin!(invoke);
+                loop {
+                    tokio::select! {
+                        biased;
+                        Some(update) = updates.recv() => {
+                            // The client's going away ends the call by its cancellation.
+                            let _ = context.peer.notify_progress(forward(update)).await;
+                        }
+                        outcome = &mut invoke => {
+                            // What the call reported before it ended goes out before its result.
+                            while let Ok(update) = updates.try_recv() {
+                                let _ = context.peer.notify_progress(forward(update)).await;
+                            }
+                            break outcome;
+                        }
+                    }
+                }
+            }
+            _ => invoke.await,
+        };
+        let result = match outcome {
             Ok(output) => success_result(output, &self.splicer).await,
             Err(error) => {
                 tracing::debug!(tool = %request.name, %error, "tool call failed");
