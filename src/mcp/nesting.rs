@@ -34,6 +34,14 @@ use super::backlog::Backlog;
 /// so that whatever rmcp wraps around the message still parses.
 pub const MAX_DEPTH: usize = 100;
 
+/// The longest line kept: rmcp's own limit. A longer one is dropped as it arrives (rmcp
+/// would drop it too), so that a client that never ends its line cannot grow this
+/// reader's buffer without bound.
+pub const MAX_LINE_BYTES: usize = rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
+
+/// The most either buffer keeps allocated between lines.
+const KEPT_BUFFER_BYTES: usize = 256 * 1024;
+
 /// Lines handed to rmcp before the reader yields to the runtime once.
 pub const LINES_PER_TURN: usize = 32;
 
@@ -75,6 +83,8 @@ pub struct NestingGuard<R> {
     backlog: Arc<Backlog>,
     /// Running while the reader waits for room in the backlog.
     stall: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// Dropping the rest of a line longer than [`MAX_LINE_BYTES`].
+    discarding: bool,
 }
 
 /// What the backlog needs to know of a line handed to rmcp.
@@ -100,6 +110,7 @@ impl<R> NestingGuard<R> {
             kinds: VecDeque::new(),
             backlog,
             stall: None,
+            discarding: false,
         }
     }
 
@@ -110,6 +121,12 @@ impl<R> NestingGuard<R> {
         while let Some(offset) = self.partial[search..].iter().position(|&b| b == b'\n') {
             let end = search + offset + 1;
             let line = &self.partial[start..end];
+            if line.len() > MAX_LINE_BYTES {
+                too_long();
+                start = end;
+                search = end;
+                continue;
+            }
             match checked(line) {
                 Checked::Pass(kind) => {
                     self.ready.extend_from_slice(line);
@@ -127,6 +144,8 @@ impl<R> NestingGuard<R> {
             search = end;
         }
         self.partial.drain(..start);
+        // A large line's buffer is not kept once it has gone.
+        self.partial.shrink_to(KEPT_BUFFER_BYTES);
     }
 }
 
@@ -174,6 +193,7 @@ impl<R: AsyncRead + Unpin> AsyncRead for NestingGuard<R> {
                 this.ready_at += n;
                 if this.ready_at == this.ready.len() {
                     this.ready.clear();
+                    this.ready.shrink_to(KEPT_BUFFER_BYTES);
                     this.ready_at = 0;
                 }
                 return Poll::Ready(Ok(()));
@@ -196,13 +216,36 @@ impl<R: AsyncRead + Unpin> AsyncRead for NestingGuard<R> {
                         this.eof = true;
                         continue;
                     }
+                    let mut read = &this.chunk[..filled];
+                    if this.discarding {
+                        // The rest of a line too long to keep, up to its newline.
+                        match memchr::memchr(b'\n', read) {
+                            Some(at) => {
+                                this.discarding = false;
+                                read = &read[at + 1..];
+                            }
+                            None => continue,
+                        }
+                    }
                     let from = this.partial.len();
-                    this.partial.extend_from_slice(&this.chunk[..filled]);
+                    this.partial.extend_from_slice(read);
                     this.take_lines(from);
+                    if this.partial.len() > MAX_LINE_BYTES {
+                        too_long();
+                        this.partial = Vec::new();
+                        this.discarding = true;
+                    }
                 }
             }
         }
     }
+}
+
+fn too_long() {
+    tracing::error!(
+        limit = MAX_LINE_BYTES,
+        "a message from the client was longer than the limit and was dropped"
+    );
 }
 
 enum Checked {
@@ -376,6 +419,17 @@ mod tests {
             turns,
             [LINES_PER_TURN, LINES_PER_TURN, LINES_PER_TURN, 100 - 3 * LINES_PER_TURN]
         );
+    }
+
+    #[tokio::test]
+    async fn a_line_over_the_limit_is_dropped_as_it_arrives() {
+        let long = "x".repeat(MAX_LINE_BYTES + 1);
+        let input = format!("{}\n{long}\n{}\n", call("1", 2), call("2", 2));
+        let mut guard = NestingGuard::new(input.as_bytes(), Backlog::new());
+        let mut out = String::new();
+        guard.read_to_string(&mut out).await.unwrap();
+        assert_eq!(out, format!("{}\n{}\n", call("1", 2), call("2", 2)));
+        assert!(guard.partial.capacity() < MAX_LINE_BYTES, "nothing of it is kept");
     }
 
     #[tokio::test]
