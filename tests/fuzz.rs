@@ -521,6 +521,74 @@ proptest! {
     }
 }
 
+/// A `tools/call` line as clients write it, with keys in any order, optional parts left
+/// out or null, ids of either kind, and now and then a key the direct reading must
+/// leave to rmcp.
+fn mcp_line() -> impl Strategy<Value = String> {
+    let id = prop_oneof![
+        any::<i64>().prop_map(Json::from),
+        text().prop_map(Json::from),
+        Just(Json::Null),
+        Just(serde_json::json!(1.5))
+    ];
+    let arguments = prop_oneof![
+        Just(None),
+        Just(Some(Json::Null)),
+        proptest::collection::btree_map(text(), any_json(), 0..4)
+            .prop_map(|m| Some(Json::Object(m.into_iter().collect()))),
+    ];
+    let meta = prop_oneof![
+        Just(None),
+        Just(Some(Json::Null)),
+        any::<i64>().prop_map(|t| Some(serde_json::json!({ "progressToken": t }))),
+    ];
+    let stray = prop_oneof![
+        4 => Just(None),
+        1 => Just(Some(("params", "requestState"))),
+        1 => Just(Some(("params", "task"))),
+        1 => Just(Some(("top", "result"))),
+        1 => Just(Some(("top", "extra"))),
+    ];
+    let method = prop_oneof![4 => Just("tools/call"), 1 => Just("tools/list")];
+    (id, method, text(), arguments, meta, stray, any::<bool>()).prop_map(
+        |(id, method, name, arguments, meta, stray, reversed)| {
+            let mut params = vec![("name".to_owned(), Json::from(name))];
+            if let Some(arguments) = arguments {
+                params.push(("arguments".into(), arguments));
+            }
+            if let Some(meta) = meta {
+                params.push(("_meta".into(), meta));
+            }
+            let mut top = vec![
+                ("jsonrpc".to_owned(), Json::from("2.0")),
+                ("id".into(), id),
+                ("method".into(), Json::from(method)),
+            ];
+            match stray {
+                Some(("params", key)) => params.push((key.into(), Json::from("x"))),
+                Some((_, key)) => top.push((key.into(), Json::Object(Default::default()))),
+                None => {}
+            }
+            if reversed {
+                params.reverse();
+                top.reverse();
+            }
+            top.push(("params".into(), Json::Object(params.into_iter().collect())));
+            serde_json::to_string(&Json::Object(top.into_iter().collect())).unwrap()
+        },
+    )
+}
+
+proptest! {
+    /// A line the server reads directly as a `tools/call` is read the same by rmcp.
+    #[test]
+    fn a_tools_call_read_directly_is_what_rmcp_reads(line in mcp_line()) {
+        if let Err(finding) = run_case(fuzz_target("mcp_request"), line.as_bytes()) {
+            prop_assert!(false, "{}: {}", finding, line);
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // The limits, explicitly.
 

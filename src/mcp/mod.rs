@@ -9,6 +9,7 @@ mod backlog;
 mod nesting;
 pub mod policy;
 mod splice;
+pub mod transport;
 
 use std::sync::{Arc, Mutex};
 
@@ -265,9 +266,8 @@ pub async fn serve_stdio(bridge: Bridge, limits: Limits, policy: Policy) -> anyh
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
     let backlog = backlog::Backlog::new();
     let stdout = backlog::AnswerCounter::new(splice::SplicingWriter::new(stdout, splicer), Arc::clone(&backlog));
-    let running = server
-        .serve((nesting::NestingGuard::new(stdin, backlog), stdout))
-        .await?;
+    let transport = transport::StdioTransport::new(nesting::NestingGuard::new(stdin, backlog), stdout);
+    let running = server.serve(transport).await?;
     let reason = running.waiting().await?;
     tracing::info!(?reason, "MCP client disconnected");
     Ok(())

@@ -24,6 +24,7 @@ use serde_json::{Map, Value as Json};
 use studio_bridge::bridge::{self, Bridge, BridgeOptions, CallHooks, Mode, Target};
 use studio_bridge::commands::bound::{Top, bound, bound_raw};
 use studio_bridge::commands::{ALL, InvocationParts, Limits};
+use studio_bridge::mcp::transport::tools_call;
 use studio_bridge::protocol::ErrorCode;
 use studio_bridge::protocol::messages::{Framing, PluginMessage, decode_frame};
 use studio_bridge::protocol::peer::{HostOut, HostReply, PeerOut, PeerRequest, encode, encode_result};
@@ -82,6 +83,11 @@ pub const TARGETS: &[FuzzTarget] = &[
         name: "tool_args",
         run: tool_args,
         bounded_allocation: false,
+    },
+    FuzzTarget {
+        name: "mcp_request",
+        run: mcp_request,
+        bounded_allocation: true,
     },
 ];
 
@@ -571,5 +577,39 @@ pub fn tool_args(input: &[u8]) -> Check {
         Ok(_) if blank_path => Err(format!("{name}: a blank path was accepted")),
         Ok(_) if command.spec().needs_session => Err(format!("{name} succeeded with no Studio connected")),
         _ => Ok(()),
+    }
+}
+
+/// A line from an MCP client. Property: a line the server reads directly as a
+/// `tools/call` (`mcp::transport::tools_call`) is one rmcp reads too, into the same
+/// message: the same JSON, and the same `_meta` given to the handler.
+pub fn mcp_request(input: &[u8]) -> Check {
+    use rmcp::RoleServer;
+    use rmcp::model::{ClientRequest, JsonRpcMessage, RequestMetaObject};
+    use rmcp::service::RxJsonRpcMessage;
+    let Some(direct) = tools_call(input) else {
+        return Ok(());
+    };
+    let Ok(by_rmcp) = serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(input) else {
+        return Err("read directly as a tools/call, but rmcp refuses it".into());
+    };
+    let seen = |message: &RxJsonRpcMessage<RoleServer>| {
+        let meta = match message {
+            JsonRpcMessage::Request(request) => match &request.request {
+                ClientRequest::CallToolRequest(call) => Some((
+                    call.params.meta.clone(),
+                    call.extensions.get::<RequestMetaObject>().map(|m| m.0.0.clone()),
+                )),
+                _ => None,
+            },
+            _ => None,
+        };
+        (serde_json::to_value(message).ok(), meta)
+    };
+    let (direct, by_rmcp) = (seen(&direct), seen(&by_rmcp));
+    if direct == by_rmcp {
+        Ok(())
+    } else {
+        Err(format!("read directly as {direct:?}, by rmcp as {by_rmcp:?}"))
     }
 }
