@@ -17,10 +17,11 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
 };
 use rmcp::service::RequestContext;
-use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use serde_json::Value as Json;
 use tokio::sync::mpsc;
 
@@ -200,11 +201,10 @@ impl ServerHandler for McpServer {
         }
         // Progress is forwarded from this call's own task, not a task spawned per call:
         // most clients send a progress token with every call, and most calls report none.
-        let token = context.meta.get_progress_token();
-        let (sender, mut updates) = match token {
-            Some(_) => {
+        let (sender, progress) = match context.meta.get_progress_token() {
+            Some(token) => {
                 let (sender, updates) = mpsc::channel::<Progress>(PROGRESS_QUEUE);
-                (Some(sender), Some(updates))
+                (Some(sender), Some((token, updates)))
             }
             None => (None, None),
         };
@@ -219,33 +219,9 @@ impl ServerHandler for McpServer {
             policy: Some(Arc::clone(&self.report)),
         };
         let invoke = command.invoke(args, parts, self.limits);
-        let outcome = match (token, updates.as_mut()) {
-            (Some(token), Some(updates)) => {
-                let forward = |update: Progress| {
-                    let mut param = ProgressNotificationParam::new(token.clone(), update.progress);
-                    param.total = update.total;
-                    param.message = update.message;
-                    param
-                };
-                tokio::pin!(invoke);
-                loop {
-                    tokio::select! {
-                        biased;
-                        Some(update) = updates.recv() => {
-                            // The client's going away ends the call by its cancellation.
-                            let _ = context.peer.notify_progress(forward(update)).await;
-                        }
-                        outcome = &mut invoke => {
-                            // What the call reported before it ended goes out before its result.
-                            while let Ok(update) = updates.try_recv() {
-                                let _ = context.peer.notify_progress(forward(update)).await;
-                            }
-                            break outcome;
-                        }
-                    }
-                }
-            }
-            _ => invoke.await,
+        let outcome = match progress {
+            Some((token, updates)) => forwarding_progress(invoke, token, updates, &context.peer).await,
+            None => invoke.await,
         };
         let result = match outcome {
             Ok(output) => success_result(output, &self.splicer).await,
@@ -255,6 +231,38 @@ impl ServerHandler for McpServer {
             }
         };
         Ok(result.into())
+    }
+}
+
+/// Runs `call` while forwarding the progress it reports to the client; what it
+/// reported before it ended goes out before its result.
+async fn forwarding_progress<T>(
+    call: impl Future<Output = T>,
+    token: ProgressToken,
+    mut updates: mpsc::Receiver<Progress>,
+    peer: &Peer<RoleServer>,
+) -> T {
+    let notification = |update: Progress| {
+        let mut param = ProgressNotificationParam::new(token.clone(), update.progress);
+        param.total = update.total;
+        param.message = update.message;
+        param
+    };
+    tokio::pin!(call);
+    loop {
+        tokio::select! {
+            biased;
+            Some(update) = updates.recv() => {
+                // The client's going away ends the call by its cancellation.
+                let _ = peer.notify_progress(notification(update)).await;
+            }
+            outcome = &mut call => {
+                while let Ok(update) = updates.try_recv() {
+                    let _ = peer.notify_progress(notification(update)).await;
+                }
+                return outcome;
+            }
+        }
     }
 }
 
