@@ -11,8 +11,9 @@
 //!
 //! The writer is rmcp's: its codec under a lock, as `AsyncRwTransport` has it. What
 //! rmcp's stdio transport does besides, this one does the same way: a line that is not
-//! JSON is skipped, JSON that is not a message is answered `Invalid request`, and a line
-//! longer than rmcp's limit is dropped.
+//! JSON is skipped, and JSON that is not a message is answered `Invalid request`.
+//! Lines longer than rmcp's limit never get here: the reader beneath (`nesting.rs`)
+//! drops them.
 
 use std::io;
 use std::pin::Pin;
@@ -26,7 +27,7 @@ use rmcp::model::{
 };
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
-use rmcp::transport::async_rw::{DEFAULT_MAX_LINE_LENGTH, JsonRpcMessageCodec, JsonRpcMessageCodecError};
+use rmcp::transport::async_rw::{JsonRpcMessageCodec, JsonRpcMessageCodecError};
 use serde::Deserialize;
 use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWrite, BufReader};
 use tokio::sync::Mutex;
@@ -40,8 +41,6 @@ pub struct StdioTransport<R, W> {
     read: BufReader<R>,
     /// The line being read: a read cancelled part-way resumes it.
     line: Vec<u8>,
-    /// Dropping the rest of a line longer than the limit.
-    discarding: bool,
     write: Arc<Mutex<Option<Writer<W>>>>,
     /// rmcp's decoder, for every line not read directly.
     decoder: JsonRpcMessageCodec<RxJsonRpcMessage<RoleServer>>,
@@ -55,7 +54,6 @@ impl<R: AsyncRead, W: AsyncWrite> StdioTransport<R, W> {
         StdioTransport {
             read: BufReader::new(read),
             line: Vec::new(),
-            discarding: false,
             write: Arc::new(Mutex::new(Some(FramedWrite::new(
                 write,
                 JsonRpcMessageCodec::default(),
@@ -66,46 +64,25 @@ impl<R: AsyncRead, W: AsyncWrite> StdioTransport<R, W> {
     }
 }
 
-/// What reading the next line came to.
-enum Line {
-    /// A whole line is in `line`, its newline included.
-    Whole,
-    /// A line over the limit was dropped.
-    TooLong,
-    End,
-}
-
 impl<R: AsyncRead + Unpin, W> StdioTransport<R, W> {
-    /// Reads up to the next newline into `line`, keeping it within the limit. Nothing
+    /// Reads up to the next newline into `line`; false at the end of the input. Nothing
     /// is lost when the future is dropped: what was taken from the buffer is in `line`.
-    async fn read_line(&mut self) -> Line {
+    async fn read_line(&mut self) -> bool {
         loop {
             let available = match self.read.fill_buf().await {
-                Ok([]) => return Line::End,
+                Ok([]) => return false,
                 Ok(available) => available,
                 Err(error) => {
                     tracing::error!("cannot read stdin: {error}");
-                    return Line::End;
+                    return false;
                 }
             };
             let newline = memchr::memchr(b'\n', available);
             let take = newline.map_or(available.len(), |at| at + 1);
-            let mut outcome = None;
-            if self.discarding {
-                self.discarding = newline.is_none();
-            } else if self.line.len() + take > DEFAULT_MAX_LINE_LENGTH {
-                self.line.clear();
-                self.discarding = newline.is_none();
-                outcome = Some(Line::TooLong);
-            } else {
-                self.line.extend_from_slice(&available[..take]);
-                if newline.is_some() {
-                    outcome = Some(Line::Whole);
-                }
-            }
+            self.line.extend_from_slice(&available[..take]);
             self.read.consume(take);
-            if let Some(outcome) = outcome {
-                return outcome;
+            if newline.is_some() {
+                return true;
             }
         }
     }
@@ -129,16 +106,8 @@ where
                 self.answering = None;
                 sent.ok()?;
             }
-            match self.read_line().await {
-                Line::Whole => {}
-                Line::TooLong => {
-                    tracing::error!(
-                        limit = DEFAULT_MAX_LINE_LENGTH,
-                        "a message from the client was longer than the limit and was dropped"
-                    );
-                    continue;
-                }
-                Line::End => return None,
+            if !self.read_line().await {
+                return None;
             }
             let line = std::mem::take(&mut self.line);
             let message = match tools_call(trimmed(&line)) {
@@ -332,15 +301,18 @@ mod tests {
         assert_eq!(got[1]["id"], 2);
     }
 
+    /// Through the reader stdin is read with, which drops the long line.
     #[tokio::test]
     async fn json_that_is_not_a_message_is_answered_and_a_long_line_dropped() {
-        let long = format!("{{\"x\":\"{}\"}}\n", "a".repeat(DEFAULT_MAX_LINE_LENGTH));
+        use crate::mcp::backlog::Backlog;
+        use crate::mcp::nesting::{MAX_LINE_BYTES, NestingGuard};
+        let long = format!("{{\"x\":\"{}\"}}\n", "a".repeat(MAX_LINE_BYTES));
         let input = format!(
             "{long}[1,2]\n{}\n",
             r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"a"}}"#
         );
         let (writer, mut reader) = tokio::io::duplex(1 << 16);
-        let mut transport = StdioTransport::new(input.as_bytes(), writer);
+        let mut transport = StdioTransport::new(NestingGuard::new(input.as_bytes(), Backlog::new()), writer);
         let message = transport.receive().await.expect("the call after them");
         assert_eq!(serde_json::to_value(&message).unwrap()["id"], 9);
         drop(transport);
