@@ -100,27 +100,6 @@ fn yield_turn(run: &mut usize, cx: &mut Context<'_>) -> bool {
     true
 }
 
-impl<S: Unpin> CappedStream<S> {
-    /// Runs one write of the stream's turn: yields first if the run is over, and counts
-    /// what is written towards it (waiting for the socket ends it).
-    fn write_in_turn(
-        &mut self,
-        cx: &mut Context<'_>,
-        write: impl FnOnce(Pin<&mut S>, &mut Context<'_>) -> Poll<io::Result<usize>>,
-    ) -> Poll<io::Result<usize>> {
-        if yield_turn(&mut self.write_run, cx) {
-            return Poll::Pending;
-        }
-        let polled = write(Pin::new(&mut self.inner), cx);
-        match &polled {
-            Poll::Ready(Ok(written)) => self.write_run += written,
-            Poll::Ready(Err(_)) => {}
-            Poll::Pending => self.write_run = 0,
-        }
-        polled
-    }
-}
-
 impl<S: AsyncRead + Unpin> AsyncRead for CappedStream<S> {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let this = &mut *self;
@@ -151,7 +130,17 @@ impl<S: AsyncRead + Unpin> AsyncRead for CappedStream<S> {
 
 impl<S: AsyncWrite + Unpin> AsyncWrite for CappedStream<S> {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        self.write_in_turn(cx, |inner, cx| inner.poll_write(cx, buf))
+        let this = &mut *self;
+        if yield_turn(&mut this.write_run, cx) {
+            return Poll::Pending;
+        }
+        let polled = Pin::new(&mut this.inner).poll_write(cx, buf);
+        match &polled {
+            Poll::Ready(Ok(written)) => this.write_run += written,
+            Poll::Ready(Err(_)) => {}
+            Poll::Pending => this.write_run = 0,
+        }
+        polled
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -167,7 +156,17 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for CappedStream<S> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        self.write_in_turn(cx, |inner, cx| inner.poll_write_vectored(cx, bufs))
+        let this = &mut *self;
+        if yield_turn(&mut this.write_run, cx) {
+            return Poll::Pending;
+        }
+        let polled = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        match &polled {
+            Poll::Ready(Ok(written)) => this.write_run += written,
+            Poll::Ready(Err(_)) => {}
+            Poll::Pending => this.write_run = 0,
+        }
+        polled
     }
 
     fn is_write_vectored(&self) -> bool {
