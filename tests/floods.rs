@@ -14,6 +14,7 @@ use std::time::Duration;
 use futures_util::{SinkExt, StreamExt};
 use rmpv::Value;
 use serde_json::{Value as Json, json};
+use studio_bridge::bridge::liveness::SILENCE_LIMIT;
 use support::fake_plugin::{FakePlugin, Identity, Reply, handler, studio_like, value_map};
 use support::free_port;
 use support::mcp_client::{Mcp, binary, empty_config_dir};
@@ -185,6 +186,11 @@ async fn a_peer_that_never_reads_its_large_results_is_disconnected_before_they_p
         _studio.log().answered >= CALLS
     })
     .await;
+    // The Studio has queued its answers, but the host may still be taking them from its
+    // socket: were the peer to read now, the host would hand them on as it takes them and
+    // never overflow. A call of the host's own comes back on that socket after all of
+    // them, so once it is answered the host has taken every result for the peer.
+    host.ok("studio_state", json!({})).await;
     // Reading now finds what the sockets held, then the end: the host let the peer go.
     let mut results = 0u64;
     let ended = tokio::time::timeout(Duration::from_secs(60), async {
@@ -197,7 +203,10 @@ async fn a_peer_that_never_reads_its_large_results_is_disconnected_before_they_p
         }
     })
     .await;
-    assert!(ended.is_ok(), "the host closed the link of a peer that did not read");
+    assert!(
+        ended.is_ok(),
+        "the host closed the link of a peer that did not read ({results} results arrived)"
+    );
     assert!(
         results < CALLS,
         "the host did not keep all {CALLS} results for it ({results} arrived)"
@@ -407,8 +416,12 @@ async fn a_peer_subscriber_that_pauses_falls_behind_then_catches_up_with_a_count
     assert_eq!(field(&next_frame(&mut stream).await, "ok"), &Value::from(true));
 
     // Not reading while 30,000 lines of 2 KB go by (the budget passes about 10,000-20,000
-    // of them: more than the sockets and the host's 1 MiB hold).
-    flooder.flood_logs(FLOOD, 100_000, 2048).await;
+    // of them: more than the sockets and the host's 1 MiB hold), for at most half the
+    // silence the host allows a peer: the flood takes 2.5 s here, over 4 s on a loaded
+    // machine, and a peer that stays silent past SILENCE_LIMIT is rightly dropped. The
+    // flood goes on while the subscriber reads.
+    let flood = flooder.start_flood_logs(FLOOD, 100_000, 2048);
+    let _ = tokio::time::timeout(SILENCE_LIMIT / 2, flood).await;
     let (mut delivered, mut dropped, mut behind) = (0u64, 0u64, 0u64);
     tokio::time::timeout(Duration::from_secs(60), async {
         while delivered + dropped < FLOOD {

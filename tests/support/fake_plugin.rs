@@ -232,6 +232,19 @@ impl FakePlugin {
     /// `per_second`, as a script printing in a tight loop makes the plugin do; returns
     /// once all are written. Requests are not read meanwhile.
     pub async fn flood_logs(&self, count: u64, per_second: u64, body_bytes: usize) {
+        self.start_flood_logs(count, per_second, body_bytes)
+            .await
+            .expect("the flood ran");
+    }
+
+    /// [`FakePlugin::flood_logs`], returning once the flood has started: what it returns
+    /// is ready once all are written.
+    pub fn start_flood_logs(
+        &self,
+        count: u64,
+        per_second: u64,
+        body_bytes: usize,
+    ) -> tokio::sync::oneshot::Receiver<()> {
         let body = "x".repeat(body_bytes);
         let framing = self.shared.identity.framing;
         let frames: Vec<Message> = (1..=count)
@@ -255,7 +268,7 @@ impl FakePlugin {
             per_second,
             done,
         });
-        finished.await.expect("the flood ran");
+        finished
     }
 
     /// Carries one more session over this plugin's socket, as the edit plugin carries a
