@@ -72,18 +72,70 @@ impl ReadBudget {
     }
 }
 
-/// A TCP stream whose reads count against a [`ReadBudget`].
-pub struct CappedStream {
-    inner: TcpStream,
+/// Bytes a connection reads (or writes) in a row before it lets the host's thread run
+/// something else once. tungstenite reads a frame until it is whole or the socket is
+/// empty, and writes one until the socket is full: for a result of megabytes that held
+/// the thread that answers every other call for milliseconds at a time. A small message
+/// never reaches this; a 14 MB frame goes through in about fifty turns.
+const TURN_BYTES: usize = 256 * 1024;
+
+/// A TCP stream whose reads count against a [`ReadBudget`], and which takes turns with
+/// the host's other connections (see [`TURN_BYTES`]).
+pub struct CappedStream<S = TcpStream> {
+    inner: S,
     budget: ReadBudget,
+    /// Bytes read, and written, since the stream last waited or yielded.
+    read_run: usize,
+    write_run: usize,
 }
 
-impl AsyncRead for CappedStream {
+/// Whether a stream that has moved `run` bytes in a row should yield now; if so, it is
+/// woken at once to go on after whatever else is ready.
+fn yield_turn(run: &mut usize, cx: &mut Context<'_>) -> bool {
+    if *run < TURN_BYTES {
+        return false;
+    }
+    *run = 0;
+    cx.waker().wake_by_ref();
+    true
+}
+
+impl<S: Unpin> CappedStream<S> {
+    /// Runs one write of the stream's turn: yields first if the run is over, and counts
+    /// what is written towards it (waiting for the socket ends it).
+    fn write_in_turn(
+        &mut self,
+        cx: &mut Context<'_>,
+        write: impl FnOnce(Pin<&mut S>, &mut Context<'_>) -> Poll<io::Result<usize>>,
+    ) -> Poll<io::Result<usize>> {
+        if yield_turn(&mut self.write_run, cx) {
+            return Poll::Pending;
+        }
+        let polled = write(Pin::new(&mut self.inner), cx);
+        match &polled {
+            Poll::Ready(Ok(written)) => self.write_run += written,
+            Poll::Ready(Err(_)) => {}
+            Poll::Pending => self.write_run = 0,
+        }
+        polled
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for CappedStream<S> {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        if yield_turn(&mut this.read_run, cx) {
+            return Poll::Pending;
+        }
         let before = buf.filled().len();
-        ready!(Pin::new(&mut self.inner).poll_read(cx, buf))?;
+        let polled = Pin::new(&mut this.inner).poll_read(cx, buf);
+        if polled.is_pending() {
+            this.read_run = 0;
+        }
+        ready!(polled)?;
         let read = buf.filled().len() - before;
-        if self.budget.spend(read) {
+        this.read_run += read;
+        if this.budget.spend(read) {
             Poll::Ready(Ok(()))
         } else {
             tracing::warn!(
@@ -97,9 +149,9 @@ impl AsyncRead for CappedStream {
     }
 }
 
-impl AsyncWrite for CappedStream {
+impl<S: AsyncWrite + Unpin> AsyncWrite for CappedStream<S> {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
+        self.write_in_turn(cx, |inner, cx| inner.poll_write(cx, buf))
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -115,7 +167,7 @@ impl AsyncWrite for CappedStream {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+        self.write_in_turn(cx, |inner, cx| inner.poll_write_vectored(cx, bufs))
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -136,6 +188,8 @@ impl Listener for CappedListener {
             CappedStream {
                 inner,
                 budget: ReadBudget::new(),
+                read_run: 0,
+                write_run: 0,
             },
             addr,
         )
@@ -175,7 +229,79 @@ impl Drop for PendingSlot {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::AtomicBool;
+    use std::task::Wake;
+
+    use tokio::io::AsyncWriteExt as _;
+
     use super::*;
+
+    /// A waker that notes being woken.
+    #[derive(Default)]
+    struct Noted(AtomicBool);
+
+    impl Wake for Noted {
+        fn wake(self: Arc<Self>) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    fn capped<S>(inner: S) -> CappedStream<S> {
+        let budget = ReadBudget::new();
+        budget.lift();
+        CappedStream {
+            inner,
+            budget,
+            read_run: 0,
+            write_run: 0,
+        }
+    }
+
+    #[test]
+    fn a_long_read_takes_turns_and_loses_nothing() {
+        let data: Vec<u8> = (0..4 * TURN_BYTES).map(|i| (i % 251) as u8).collect();
+        let mut stream = capped(&data[..]);
+        let noted = Arc::new(Noted::default());
+        let waker = std::task::Waker::from(Arc::clone(&noted));
+        let mut cx = Context::from_waker(&waker);
+        let (mut out, mut turns) = (Vec::new(), 0);
+        let mut space = vec![0u8; 32 * 1024];
+        loop {
+            noted.0.store(false, Ordering::SeqCst);
+            let mut buf = ReadBuf::new(&mut space);
+            match Pin::new(&mut stream).poll_read(&mut cx, &mut buf) {
+                Poll::Pending => {
+                    assert!(noted.0.load(Ordering::SeqCst), "a turn given up is woken at once");
+                    turns += 1;
+                }
+                Poll::Ready(Ok(())) if buf.filled().is_empty() => break,
+                Poll::Ready(Ok(())) => out.extend_from_slice(buf.filled()),
+                Poll::Ready(Err(error)) => panic!("{error}"),
+            }
+        }
+        assert_eq!(out, data);
+        assert_eq!(turns, 4, "one turn per {TURN_BYTES} bytes read in a row");
+    }
+
+    #[tokio::test]
+    async fn a_long_write_takes_turns_and_loses_nothing() {
+        let data: Vec<u8> = (0..3 * TURN_BYTES).map(|i| (i % 251) as u8).collect();
+        let mut stream = capped(Vec::new());
+        let noted = Arc::new(Noted::default());
+        let waker = std::task::Waker::from(Arc::clone(&noted));
+        let mut cx = Context::from_waker(&waker);
+        let (mut at, mut turns) = (0, 0);
+        while at < data.len() {
+            let end = (at + 32 * 1024).min(data.len());
+            match Pin::new(&mut stream).poll_write(&mut cx, &data[at..end]) {
+                Poll::Pending => turns += 1,
+                Poll::Ready(written) => at += written.unwrap(),
+            }
+        }
+        stream.flush().await.unwrap();
+        assert_eq!(stream.inner, data);
+        assert_eq!(turns, 2, "one turn per {TURN_BYTES} bytes written in a row");
+    }
 
     #[test]
     fn a_budget_is_spent_then_refuses_until_lifted() {
