@@ -36,8 +36,10 @@ const STALE_AFTER: Duration = Duration::from_secs(600);
 
 /// The parts prepared for results on their way out, by placeholder.
 pub struct Splicer {
-    /// `"\u0001studio-bridge:<nonce>:` as serde_json writes it: what the writer looks for.
-    marker: Vec<u8>,
+    /// `"\u0001studio-bridge:<nonce>:` as serde_json writes it: what the writer looks for,
+    /// in every line it writes. Built once: building a searcher for a needle this long
+    /// cost more than the search of a small answer.
+    marker: memmem::Finder<'static>,
     nonce: String,
     next: AtomicU64,
     parts: Mutex<HashMap<String, (Instant, Vec<u8>)>>,
@@ -47,7 +49,7 @@ impl Splicer {
     pub fn new() -> Arc<Splicer> {
         let nonce = uuid::Uuid::new_v4().simple().to_string();
         Arc::new(Splicer {
-            marker: format!("\"\\u0001studio-bridge:{nonce}:").into_bytes(),
+            marker: memmem::Finder::new(format!("\"\\u0001studio-bridge:{nonce}:").as_bytes()).into_owned(),
             nonce,
             next: AtomicU64::new(1),
             parts: Mutex::new(HashMap::new()),
@@ -88,18 +90,19 @@ impl Splicer {
 
     /// Where a placeholder starts in `buf`, if one does.
     fn find(&self, buf: &[u8]) -> Option<usize> {
-        memmem::find(buf, &self.marker)
+        self.marker.find(buf)
     }
 
     /// The prepared part for the placeholder at the start of `buf`, and the
     /// placeholder's length with its quotes.
     fn part_at(&self, buf: &[u8]) -> Option<(Vec<u8>, usize)> {
-        let rest = buf.get(self.marker.len()..)?;
+        let marker = self.marker.needle().len();
+        let rest = buf.get(marker..)?;
         let close = memchr::memchr(b'"', rest)?;
         let suffix = std::str::from_utf8(&rest[..close]).ok()?;
         let key = format!("\u{1}studio-bridge:{}:{suffix}", self.nonce);
         let part = self.take(&key)?;
-        Some((part, self.marker.len() + close + 1))
+        Some((part, marker + close + 1))
     }
 }
 
