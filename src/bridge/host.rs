@@ -192,12 +192,6 @@ fn wire_limit(registry: &Registry) -> usize {
     registry.max_message_bytes / 3 * 4 + 16
 }
 
-/// What one read from a plugin's socket takes at most. tungstenite zeroes this much of
-/// its buffer before every read, and most frames are a few hundred bytes: at its default
-/// (128 KiB) the zeroing cost more than the read. A large result still arrives in reads
-/// of this size, a few microseconds each against the milliseconds of its conversion.
-const PLUGIN_READ_BUFFER: usize = 32 * 1024;
-
 async fn plugin_socket(
     State(state): State<AppState>,
     ConnectInfo(budget): ConnectInfo<ReadBudget>,
@@ -214,7 +208,7 @@ async fn plugin_socket(
     let limit = wire_limit(&state.registry);
     let tracker = state.connections.clone();
     upgrade
-        .read_buffer_size(PLUGIN_READ_BUFFER)
+        .read_buffer_size(super::SOCKET_READ_BUFFER)
         .max_message_size(limit)
         .max_frame_size(limit)
         .on_upgrade(move |socket| {
@@ -252,6 +246,7 @@ async fn peer_socket(
     let limit = wire_limit(&state.registry);
     let tracker = state.connections.clone();
     upgrade
+        .read_buffer_size(super::SOCKET_READ_BUFFER)
         .max_message_size(limit)
         .max_frame_size(limit)
         .on_upgrade(move |socket| tracker.track_future(peer_server::serve_peer(socket, state.registry, state.shutdown)))

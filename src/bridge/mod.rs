@@ -80,6 +80,15 @@ pub struct Progress {
 /// Progress reports one call's consumer may have queued (see [`CallHooks::progress`]).
 pub const PROGRESS_QUEUE: usize = 64;
 
+/// What one read from a WebSocket (a plugin's, a peer's, either end) takes at most.
+/// tungstenite zeroes this much of its buffer before every read, including the read
+/// that finds the socket empty after each frame, and most frames are a few hundred
+/// bytes: at its default (128 KiB) the zeroing cost more than the read, and at 32 KiB
+/// it was still an eighth of the host's instructions in B1 (callgrind). A large
+/// result arrives in reads of this size: about a thousand more for 10 MB, against
+/// the tens of milliseconds of its conversion.
+pub(crate) const SOCKET_READ_BUFFER: usize = 8 * 1024;
+
 /// What a caller can do to a call in flight.
 #[derive(Debug, Clone, Default)]
 pub struct CallHooks {

@@ -89,6 +89,7 @@ impl PeerLink {
             HeaderValue::from_str(&format!("127.0.0.1:{port}")).map_err(|e| failed(e.to_string()))?,
         );
         let config = WebSocketConfig::default()
+            .read_buffer_size(super::SOCKET_READ_BUFFER)
             .max_message_size(Some(max_message_bytes + 1024))
             .max_frame_size(Some(max_message_bytes + 1024));
         let connected = tokio::time::timeout(
