@@ -9,7 +9,10 @@
 //! decoder, so that rmcp's reading, its leniency and its errors stay as they are. A
 //! test holds the direct reading equal to rmcp's on every line it accepts.
 //!
-//! The writer is rmcp's: its codec under a lock, as `AsyncRwTransport` has it. What
+//! The writer is rmcp's design, a codec under a lock as `AsyncRwTransport` has it, with
+//! one change ([`LineEncoder`]): a message is serialized into a plain buffer and copied
+//! to the socket's in one piece, where rmcp's codec has serde_json write each fragment
+//! (every run between two escapes of the result's text) through `BytesMut`'s writer. What
 //! rmcp's stdio transport does besides, this one does the same way: a line that is not
 //! JSON is skipped, and JSON that is not a message is answered `Invalid request`.
 //! Lines longer than rmcp's limit never get here: the reader beneath (`nesting.rs`)
@@ -32,9 +35,9 @@ use serde::Deserialize;
 use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWrite, BufReader};
 use tokio::sync::Mutex;
 use tokio_util::bytes::BytesMut;
-use tokio_util::codec::{Decoder as _, FramedWrite};
+use tokio_util::codec::{Decoder as _, Encoder, FramedWrite};
 
-type Writer<W> = FramedWrite<W, JsonRpcMessageCodec<TxJsonRpcMessage<RoleServer>>>;
+type Writer<W> = FramedWrite<W, LineEncoder>;
 type Sending = Pin<Box<dyn Future<Output = io::Result<()>> + Send>>;
 
 pub struct StdioTransport<R, W> {
@@ -54,10 +57,7 @@ impl<R: AsyncRead, W: AsyncWrite> StdioTransport<R, W> {
         StdioTransport {
             read: BufReader::new(read),
             line: Vec::new(),
-            write: Arc::new(Mutex::new(Some(FramedWrite::new(
-                write,
-                JsonRpcMessageCodec::default(),
-            )))),
+            write: Arc::new(Mutex::new(Some(FramedWrite::new(write, LineEncoder::default())))),
             decoder: JsonRpcMessageCodec::default(),
             answering: None,
         }
@@ -156,12 +156,38 @@ impl<R, W: AsyncWrite + Send + Unpin + 'static> StdioTransport<R, W> {
     }
 }
 
+/// Writes each message as one line of JSON, as rmcp's codec does.
+#[derive(Default)]
+struct LineEncoder {
+    /// Where a message is serialized; kept for the next one, up to [`KEPT_LINE_BYTES`].
+    line: Vec<u8>,
+}
+
+/// The most buffer [`LineEncoder`] keeps between messages: a large result's line is
+/// mostly spliced in later (`splice.rs`), so a line this long is rare.
+const KEPT_LINE_BYTES: usize = 64 * 1024;
+
+impl Encoder<TxJsonRpcMessage<RoleServer>> for LineEncoder {
+    type Error = io::Error;
+
+    fn encode(&mut self, item: TxJsonRpcMessage<RoleServer>, dst: &mut BytesMut) -> io::Result<()> {
+        self.line.clear();
+        serde_json::to_writer(&mut self.line, &item)?;
+        self.line.push(b'\n');
+        dst.extend_from_slice(&self.line);
+        if self.line.capacity() > KEPT_LINE_BYTES {
+            self.line = Vec::new();
+        }
+        Ok(())
+    }
+}
+
 async fn send<W: AsyncWrite + Send + Unpin>(
     write: Arc<Mutex<Option<Writer<W>>>>,
     item: TxJsonRpcMessage<RoleServer>,
 ) -> io::Result<()> {
     match write.lock().await.as_mut() {
-        Some(writer) => writer.send(item).await.map_err(Into::into),
+        Some(writer) => writer.send(item).await,
         None => Err(io::Error::new(io::ErrorKind::NotConnected, "the transport is closed")),
     }
 }
