@@ -50,11 +50,7 @@ pub struct McpServer {
 }
 
 impl McpServer {
-    pub fn new(bridge: Bridge, limits: Limits, policy: Policy) -> McpServer {
-        McpServer::with_splicer(bridge, limits, policy, Splicer::new())
-    }
-
-    fn with_splicer(bridge: Bridge, limits: Limits, policy: Policy, splicer: Arc<Splicer>) -> McpServer {
+    fn new(bridge: Bridge, limits: Limits, policy: Policy, splicer: Arc<Splicer>) -> McpServer {
         let tools = commands::ALL
             .iter()
             .filter(|c| policy.lists(**c))
@@ -103,15 +99,16 @@ fn tool_for(command: &dyn DynCommand) -> Tool {
 
 /// The tool result for a command's output: the complete JSON as text (some clients
 /// show the model only the text) and as structured content, plus an image block for
-/// images. A large result is spliced in by the writer (see [`splice`]), prepared off the
-/// async thread.
+/// images. A result without an image is spliced in as the line is written (see
+/// [`splice`]); a large one is prepared off the async thread.
 async fn success_result(output: Output, splicer: &Arc<Splicer>) -> CallToolResult {
     let (text, structured) = match output.body {
         // Written with its quoted form: nothing left to prepare.
-        Body::Quoted { text, quoted } if text.len() >= splice::SPLICE_MIN_BYTES && output.image.is_none() => {
-            return splicer.result_quoted(text, quoted);
+        Body::Quoted { text, quoted } if output.image.is_none() => return splicer.result_quoted(text, quoted),
+        Body::Text(text) if text.len() < splice::SPLICE_MIN_BYTES && output.image.is_none() => {
+            return splicer.result(text);
         }
-        Body::Text(text) if text.len() >= splice::SPLICE_MIN_BYTES && output.image.is_none() => {
+        Body::Text(text) if output.image.is_none() => {
             let splicer = Arc::clone(splicer);
             let prepared = tokio::task::spawn_blocking(move || splicer.result(text)).await;
             return prepared.unwrap_or_else(|e| {
@@ -270,11 +267,14 @@ async fn forwarding_progress<T>(
 pub async fn serve_stdio(bridge: Bridge, limits: Limits, policy: Policy) -> anyhow::Result<()> {
     use rmcp::ServiceExt as _;
     let splicer = Splicer::new();
-    let server = McpServer::with_splicer(bridge, limits, policy, Arc::clone(&splicer));
+    let server = McpServer::new(bridge, limits, policy, Arc::clone(&splicer));
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
     let backlog = backlog::Backlog::new();
-    let stdout = backlog::AnswerCounter::new(splice::SplicingWriter::new(stdout, splicer), Arc::clone(&backlog));
-    let transport = transport::StdioTransport::new(nesting::NestingGuard::new(stdin, backlog), stdout);
+    let stdout = backlog::AnswerCounter::new(
+        splice::SplicingWriter::new(stdout, Arc::clone(&splicer)),
+        Arc::clone(&backlog),
+    );
+    let transport = transport::StdioTransport::new(nesting::NestingGuard::new(stdin, backlog), stdout, splicer);
     let running = server.serve(transport).await?;
     let reason = running.waiting().await?;
     tracing::info!(?reason, "MCP client disconnected");

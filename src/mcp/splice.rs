@@ -1,18 +1,25 @@
-//! Large results spliced into the JSON-RPC line as text already written.
+//! Results spliced into the JSON-RPC line as text already written.
 //!
 //! rmcp serializes every message it sends, so a tool result would have to be a tree of
-//! JSON (`structuredContent`) plus its text: for a 10 MB result, building that tree,
-//! serializing it and freeing it is most of the time the call takes, and it runs on the
-//! async thread. Instead a large result goes to rmcp as two short placeholder strings,
-//! and the writer under rmcp's transport ([`SplicingWriter`]) puts in their place the
-//! bytes prepared for them off the async thread: the result's JSON text as
+//! JSON (`structuredContent`) plus its text. A command's result is already compact JSON
+//! text, so that tree is built only to be written again: parsing the text, serializing
+//! the tree and freeing it was a fifth of the host's work on a small `exec`, and for a
+//! 10 MB result most of the time the call takes, on the async thread. Instead a result
+//! goes to rmcp as two short placeholder strings, and what writes rmcp's line puts in
+//! their place the bytes prepared for them: the result's JSON text as
 //! `structuredContent`, and the same text as a JSON string for the text block.
+//!
+//! A small result's parts are put in by the line's encoder, in memory
+//! ([`Splicer::splice_small`]), so the line still goes out in one write. A large
+//! result's parts (prepared off the async thread) are put in by the writer beneath as it
+//! writes ([`SplicingWriter`]), so they are never copied into the line.
 //!
 //! A placeholder is `"\u0001studio-bridge:<nonce>:<n><t|s>"`, with a random nonce per
 //! process: a tool result that happens to contain such a string (an `exec` return) cannot
 //! name a prepared part, and one that does not name a prepared part is written as it is.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,25 +31,39 @@ use memchr::memmem;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value as Json;
 use tokio::io::AsyncWrite;
+use tokio_util::bytes::BytesMut;
 
 use crate::commands::bound::quote_json_text;
 
-/// Results at least this large are spliced; smaller ones go through rmcp as a tree.
+/// Results at least this large are written into the line by the writer as it writes
+/// ([`SplicingWriter`]), and prepared off the async thread; smaller ones are put into
+/// the line by its encoder ([`Splicer::splice_small`]).
 pub const SPLICE_MIN_BYTES: usize = 64 * 1024;
 
 /// A prepared part nobody wrote within this time (its call was cancelled and the
 /// answer never sent) is dropped when the next one is prepared.
 const STALE_AFTER: Duration = Duration::from_secs(600);
 
+/// Which part of a result a placeholder stands for: `<n>t` (the text block) or `<n>s`
+/// (`structuredContent`).
+type Key = (u64, u8);
+
+struct Part {
+    made: Instant,
+    bytes: Vec<u8>,
+    /// Put in by the encoder ([`Splicer::splice_small`]) rather than the writer.
+    small: bool,
+}
+
 /// The parts prepared for results on their way out, by placeholder.
 pub struct Splicer {
-    /// `"\u0001studio-bridge:<nonce>:` as serde_json writes it: what the writer looks for,
-    /// in every line it writes. Built once: building a searcher for a needle this long
-    /// cost more than the search of a small answer.
+    /// `"\u0001studio-bridge:<nonce>:` as serde_json writes it: what the encoder and the
+    /// writer look for in every line. Built once: building a searcher for a needle this
+    /// long cost more than the search of a small answer.
     marker: memmem::Finder<'static>,
     nonce: String,
     next: AtomicU64,
-    parts: Mutex<HashMap<String, (Instant, Vec<u8>)>>,
+    parts: Mutex<HashMap<Key, Part>>,
 }
 
 impl Splicer {
@@ -57,8 +78,8 @@ impl Splicer {
     }
 
     /// The tool result for `text` (compact JSON of an object): its text block and
-    /// `structuredContent` are placeholders the writer fills in. Escaping the text runs
-    /// here, so call this off the async thread for a large result.
+    /// `structuredContent` are placeholders filled in when the line is written. Escaping
+    /// the text runs here, so call this off the async thread for a large result.
     pub fn result(&self, text: String) -> CallToolResult {
         // A JSON string of the text, quotes included: what `"text": …` holds.
         let quoted = quote_json_text(&text);
@@ -69,23 +90,55 @@ impl Splicer {
     /// quotes included), as `commands::bound::bound_raw_quoted` writes it.
     pub fn result_quoted(&self, text: String, quoted: Vec<u8>) -> CallToolResult {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
-        let text_key = format!("\u{1}studio-bridge:{}:{n}t", self.nonce);
-        let structured_key = format!("\u{1}studio-bridge:{}:{n}s", self.nonce);
+        let small = quoted.len() < SPLICE_MIN_BYTES;
         {
             let now = Instant::now();
             let mut parts = self.parts.lock().unwrap_or_else(|p| p.into_inner());
-            parts.retain(|_, (made, _)| now.duration_since(*made) < STALE_AFTER);
-            parts.insert(text_key.clone(), (now, quoted));
-            parts.insert(structured_key.clone(), (now, text.into_bytes()));
+            if !parts.is_empty() {
+                parts.retain(|_, part| now.duration_since(part.made) < STALE_AFTER);
+            }
+            let part = |bytes| Part {
+                made: now,
+                bytes,
+                small,
+            };
+            parts.insert((n, b't'), part(quoted));
+            parts.insert((n, b's'), part(text.into_bytes()));
         }
-        let mut result = CallToolResult::success(vec![ContentBlock::text(text_key)]);
-        result.structured_content = Some(Json::String(structured_key));
+        // Built by hand: `format!` cost more than the rest of a small result's splicing.
+        let placeholder = |kind| {
+            let mut text = String::with_capacity(self.nonce.len() + 40);
+            text.push_str("\u{1}studio-bridge:");
+            text.push_str(&self.nonce);
+            text.push(':');
+            text.push_str(itoa::Buffer::new().format(n));
+            text.push(kind);
+            text
+        };
+        let mut result = CallToolResult::success(vec![ContentBlock::text(placeholder('t'))]);
+        result.structured_content = Some(Json::String(placeholder('s')));
         result
     }
 
-    fn take(&self, key: &str) -> Option<Vec<u8>> {
-        let mut parts = self.parts.lock().unwrap_or_else(|p| p.into_inner());
-        parts.remove(key).map(|(_, bytes)| bytes)
+    /// `line` into `out`, with the placeholder of each small part replaced by the part.
+    /// Large parts' placeholders are left for the writer.
+    pub fn splice_small(&self, line: &[u8], out: &mut BytesMut) {
+        let mut rest = line;
+        while let Some(at) = self.find(rest) {
+            out.extend_from_slice(&rest[..at]);
+            match self.part_at(&rest[at..], true) {
+                Some((part, replaced)) => {
+                    out.extend_from_slice(&part);
+                    rest = &rest[at + replaced..];
+                }
+                None => {
+                    // Not a small part of ours: its first byte goes as it is.
+                    out.extend_from_slice(&rest[at..=at]);
+                    rest = &rest[at + 1..];
+                }
+            }
+        }
+        out.extend_from_slice(rest);
     }
 
     /// Where a placeholder starts in `buf`, if one does.
@@ -93,16 +146,20 @@ impl Splicer {
         self.marker.find(buf)
     }
 
-    /// The prepared part for the placeholder at the start of `buf`, and the
-    /// placeholder's length with its quotes.
-    fn part_at(&self, buf: &[u8]) -> Option<(Vec<u8>, usize)> {
+    /// The prepared part for the placeholder at the start of `buf` (only a small one if
+    /// `small_only`), taken, and the placeholder's length with its quotes.
+    fn part_at(&self, buf: &[u8], small_only: bool) -> Option<(Vec<u8>, usize)> {
         let marker = self.marker.needle().len();
         let rest = buf.get(marker..)?;
         let close = memchr::memchr(b'"', rest)?;
-        let suffix = std::str::from_utf8(&rest[..close]).ok()?;
-        let key = format!("\u{1}studio-bridge:{}:{suffix}", self.nonce);
-        let part = self.take(&key)?;
-        Some((part, marker + close + 1))
+        let (&kind, n) = rest[..close].split_last()?;
+        let n: u64 = std::str::from_utf8(n).ok()?.parse().ok()?;
+        let mut parts = self.parts.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = match parts.entry((n, kind)) {
+            Entry::Occupied(entry) if entry.get().small || !small_only => entry,
+            _ => return None,
+        };
+        Some((entry.remove().bytes, marker + close + 1))
     }
 }
 
@@ -144,7 +201,7 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for SplicingWriter<W> {
             }
             match this.splicer.find(buf) {
                 None => return Pin::new(&mut this.inner).poll_write(cx, buf),
-                Some(0) => match this.splicer.part_at(buf) {
+                Some(0) => match this.splicer.part_at(buf, false) {
                     Some((part, replaces)) => this.active = Some((part, 0, replaces)),
                     // Not a placeholder of ours after all: its first byte goes as it is.
                     None => return Pin::new(&mut this.inner).poll_write(cx, &buf[..1]),
@@ -215,6 +272,44 @@ mod tests {
             assert_eq!(out, expected, "chunk {chunk}");
         }
         assert!(splicer.parts.lock().unwrap().is_empty(), "written parts are dropped");
+    }
+
+    /// A result as rmcp writes it without splicing: the text, and the tree parsed from it.
+    fn plain(text: &str) -> Vec<u8> {
+        let mut plain = CallToolResult::success(vec![ContentBlock::text(text.to_owned())]);
+        plain.structured_content = Some(serde_json::from_str(text).unwrap());
+        serde_json::to_vec(&plain).unwrap()
+    }
+
+    #[test]
+    fn a_small_result_is_spliced_by_the_encoder_into_the_line_rmcp_would_have_written() {
+        let text = serde_json::json!({"returns": ["quote \" and \\", 2.5, null], "sessionId": "S"}).to_string();
+        let splicer = Splicer::new();
+        let line = serde_json::to_vec(&splicer.result(text.clone())).unwrap();
+        let mut out = BytesMut::new();
+        splicer.splice_small(&line, &mut out);
+        assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(&plain(&text)));
+        assert!(splicer.parts.lock().unwrap().is_empty(), "spliced parts are dropped");
+    }
+
+    #[tokio::test]
+    async fn a_large_result_is_left_to_the_writer_by_the_encoder() {
+        let text = serde_json::json!({"body": "x".repeat(SPLICE_MIN_BYTES)}).to_string();
+        let splicer = Splicer::new();
+        let line = serde_json::to_vec(&splicer.result(text.clone())).unwrap();
+        let mut out = BytesMut::new();
+        splicer.splice_small(&line, &mut out);
+        assert_eq!(&out[..], &line[..], "the placeholders stay in the line");
+        let mut writer = SplicingWriter::new(
+            Trickle {
+                out: Vec::new(),
+                chunk: 4096,
+            },
+            Arc::clone(&splicer),
+        );
+        writer.write_all(&out).await.unwrap();
+        assert!(writer.inner.out == plain(&text), "the writer puts the parts in");
+        assert!(splicer.parts.lock().unwrap().is_empty());
     }
 
     #[test]

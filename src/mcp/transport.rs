@@ -12,7 +12,8 @@
 //! The writer is rmcp's design, a codec under a lock as `AsyncRwTransport` has it, with
 //! one change ([`LineEncoder`]): a message is serialized into a plain buffer and copied
 //! to the socket's in one piece, where rmcp's codec has serde_json write each fragment
-//! (every run between two escapes of the result's text) through `BytesMut`'s writer. What
+//! (every run between two escapes of the result's text) through `BytesMut`'s writer;
+//! the copy puts in a small result's prepared parts (`splice.rs`). What
 //! rmcp's stdio transport does besides, this one does the same way: a line that is not
 //! JSON is skipped, and JSON that is not a message is answered `Invalid request`.
 //! Lines longer than rmcp's limit never get here: the reader beneath (`nesting.rs`)
@@ -37,6 +38,8 @@ use tokio::sync::Mutex;
 use tokio_util::bytes::BytesMut;
 use tokio_util::codec::{Decoder as _, Encoder, FramedWrite};
 
+use super::splice::Splicer;
+
 type Writer<W> = FramedWrite<W, LineEncoder>;
 type Sending = Pin<Box<dyn Future<Output = io::Result<()>> + Send>>;
 
@@ -53,11 +56,19 @@ pub struct StdioTransport<R, W> {
 }
 
 impl<R: AsyncRead, W: AsyncWrite> StdioTransport<R, W> {
-    pub fn new(read: R, write: W) -> StdioTransport<R, W> {
+    /// A transport reading `read` and writing `write`, with `splicer`'s small parts put
+    /// into the lines it writes.
+    pub fn new(read: R, write: W, splicer: Arc<Splicer>) -> StdioTransport<R, W> {
         StdioTransport {
             read: BufReader::new(read),
             line: Vec::new(),
-            write: Arc::new(Mutex::new(Some(FramedWrite::new(write, LineEncoder::default())))),
+            write: Arc::new(Mutex::new(Some(FramedWrite::new(
+                write,
+                LineEncoder {
+                    line: Vec::new(),
+                    splicer,
+                },
+            )))),
             decoder: JsonRpcMessageCodec::default(),
             answering: None,
         }
@@ -156,11 +167,12 @@ impl<R, W: AsyncWrite + Send + Unpin + 'static> StdioTransport<R, W> {
     }
 }
 
-/// Writes each message as one line of JSON, as rmcp's codec does.
-#[derive(Default)]
+/// Writes each message as one line of JSON, as rmcp's codec does, with the small
+/// parts of results put in.
 struct LineEncoder {
     /// Where a message is serialized; kept for the next one, up to [`KEPT_LINE_BYTES`].
     line: Vec<u8>,
+    splicer: Arc<Splicer>,
 }
 
 /// The most buffer [`LineEncoder`] keeps between messages: a large result's line is
@@ -174,7 +186,7 @@ impl Encoder<TxJsonRpcMessage<RoleServer>> for LineEncoder {
         self.line.clear();
         serde_json::to_writer(&mut self.line, &item)?;
         self.line.push(b'\n');
-        dst.extend_from_slice(&self.line);
+        self.splicer.splice_small(&self.line, dst);
         if self.line.capacity() > KEPT_LINE_BYTES {
             self.line = Vec::new();
         }
@@ -315,7 +327,7 @@ mod tests {
             "\n\n",
             r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"b"}}"#,
         );
-        let mut transport = StdioTransport::new(input.as_bytes(), tokio::io::sink());
+        let mut transport = StdioTransport::new(input.as_bytes(), tokio::io::sink(), Splicer::new());
         let mut got = Vec::new();
         while let Some(message) = transport.receive().await {
             got.push(serde_json::to_value(&message).unwrap());
@@ -338,7 +350,11 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"a"}}"#
         );
         let (writer, mut reader) = tokio::io::duplex(1 << 16);
-        let mut transport = StdioTransport::new(NestingGuard::new(input.as_bytes(), Backlog::new()), writer);
+        let mut transport = StdioTransport::new(
+            NestingGuard::new(input.as_bytes(), Backlog::new()),
+            writer,
+            Splicer::new(),
+        );
         let message = transport.receive().await.expect("the call after them");
         assert_eq!(serde_json::to_value(&message).unwrap()["id"], 9);
         drop(transport);
