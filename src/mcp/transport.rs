@@ -10,18 +10,22 @@
 //! test holds the direct reading equal to rmcp's on every line it accepts.
 //!
 //! The writer is rmcp's design, a codec under a lock as `AsyncRwTransport` has it, with
-//! one change ([`LineEncoder`]): a message is serialized into a plain buffer and copied
-//! to the socket's in one piece, where rmcp's codec has serde_json write each fragment
-//! (every run between two escapes of the result's text) through `BytesMut`'s writer;
-//! the copy puts in a small result's prepared parts (`splice.rs`). What
-//! rmcp's stdio transport does besides, this one does the same way: a line that is not
-//! JSON is skipped, and JSON that is not a message is answered `Invalid request`.
+//! two changes. A message is serialized into a plain buffer and copied to the pipe's in
+//! one piece ([`LineEncoder`]), where rmcp's codec has serde_json write each fragment
+//! (every run between two escapes of the result's text) through `BytesMut`'s writer; the
+//! copy puts in a small result's prepared parts (`splice.rs`). And a message with none
+//! waiting before it is written during [`Transport::send`] itself, not by the task rmcp
+//! spawns for it ([`send`]). What rmcp's stdio transport does besides, this one does
+//! the same way: a line that is not JSON is skipped, and JSON that is not a message is
+//! answered `Invalid request`.
 //! Lines longer than rmcp's limit never get here: the reader beneath (`nesting.rs`)
 //! drops them.
 
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll, Waker};
 
 use futures_util::SinkExt as _;
 use rmcp::RoleServer;
@@ -47,7 +51,7 @@ pub struct StdioTransport<R, W> {
     read: BufReader<R>,
     /// The line being read: a read cancelled part-way resumes it.
     line: Vec<u8>,
-    write: Arc<Mutex<Option<Writer<W>>>>,
+    write: Arc<Out<W>>,
     /// rmcp's decoder, for every line not read directly.
     decoder: JsonRpcMessageCodec<RxJsonRpcMessage<RoleServer>>,
     /// An `Invalid request` answer being written: kept across a cancelled `receive`, so
@@ -62,13 +66,16 @@ impl<R: AsyncRead, W: AsyncWrite> StdioTransport<R, W> {
         StdioTransport {
             read: BufReader::new(read),
             line: Vec::new(),
-            write: Arc::new(Mutex::new(Some(FramedWrite::new(
-                write,
-                LineEncoder {
-                    line: Vec::new(),
-                    splicer,
-                },
-            )))),
+            write: Arc::new(Out {
+                writer: Mutex::new(Some(FramedWrite::new(
+                    write,
+                    LineEncoder {
+                        line: Vec::new(),
+                        splicer,
+                    },
+                ))),
+                waiting: AtomicUsize::new(0),
+            }),
             decoder: JsonRpcMessageCodec::default(),
             answering: None,
         }
@@ -107,7 +114,7 @@ where
     type Error = io::Error;
 
     fn send(&mut self, item: TxJsonRpcMessage<RoleServer>) -> impl Future<Output = io::Result<()>> + Send + 'static {
-        send(Arc::clone(&self.write), item)
+        send(&self.write, item)
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
@@ -135,7 +142,7 @@ where
     }
 
     async fn close(&mut self) -> io::Result<()> {
-        self.write.lock().await.take();
+        self.write.writer.lock().await.take();
         Ok(())
     }
 }
@@ -160,7 +167,7 @@ impl<R, W: AsyncWrite + Send + Unpin + 'static> StdioTransport<R, W> {
                 tracing::debug!("answered a message that is not JSON-RPC: {error}");
                 let answer =
                     TxJsonRpcMessage::<RoleServer>::error(ErrorData::invalid_request("Invalid request", None), None);
-                self.answering = Some(Box::pin(send(Arc::clone(&self.write), answer)));
+                self.answering = Some(Box::pin(send(&self.write, answer)));
                 None
             }
         }
@@ -194,14 +201,108 @@ impl Encoder<TxJsonRpcMessage<RoleServer>> for LineEncoder {
     }
 }
 
-async fn send<W: AsyncWrite + Send + Unpin>(
-    write: Arc<Mutex<Option<Writer<W>>>>,
-    item: TxJsonRpcMessage<RoleServer>,
-) -> io::Result<()> {
-    match write.lock().await.as_mut() {
-        Some(writer) => writer.send(item).await,
-        None => Err(io::Error::new(io::ErrorKind::NotConnected, "the transport is closed")),
+/// The writing half: rmcp's codec under an async lock, as `AsyncRwTransport` has it, and
+/// a count of the messages handed back to rmcp as futures and not yet written.
+struct Out<W> {
+    writer: Mutex<Option<Writer<W>>>,
+    /// While any message is waiting, a later one waits too, so that lines go out in the
+    /// order rmcp sent them.
+    waiting: AtomicUsize,
+}
+
+/// Counts a message as waiting until its future ends, finished or dropped.
+struct Waiting<W>(Arc<Out<W>>);
+
+impl<W> Waiting<W> {
+    fn new(out: &Arc<Out<W>>) -> Waiting<W> {
+        out.waiting.fetch_add(1, Ordering::AcqRel);
+        Waiting(Arc::clone(out))
     }
+}
+
+impl<W> Drop for Waiting<W> {
+    fn drop(&mut self) {
+        self.0.waiting.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// What [`write_now`] did with a message.
+enum Now {
+    Written(io::Result<()>),
+    /// It is in the writer's buffer, but the pipe did not take all of it.
+    Buffered,
+    /// The writer's buffer is full: not taken.
+    NotTaken(Box<TxJsonRpcMessage<RoleServer>>),
+}
+
+/// What is left for the future of a send.
+enum Then<W> {
+    Done(io::Result<()>),
+    Flush(Waiting<W>),
+    /// Boxed: a message is large beside the other cases, and this one is rare.
+    Send(Waiting<W>, Box<TxJsonRpcMessage<RoleServer>>),
+}
+
+/// Sends `item`. rmcp spawns the future a send returns, and that task runs only once
+/// rmcp's loop has yielded: a hop on the way of every answer. So when no earlier message
+/// is waiting and the writer is free, the line is written here, during the call, and
+/// the future has nothing left to do (or only the rest of a write the pipe could not
+/// take at once).
+fn send<W: AsyncWrite + Send + Unpin + 'static>(
+    out: &Arc<Out<W>>,
+    item: TxJsonRpcMessage<RoleServer>,
+) -> impl Future<Output = io::Result<()>> + Send + 'static {
+    let then = match out.writer.try_lock() {
+        Ok(mut writer) if out.waiting.load(Ordering::Acquire) == 0 => match writer.as_mut() {
+            None => Then::Done(Err(closed())),
+            Some(writer) => match write_now(writer, item) {
+                Now::Written(result) => Then::Done(result),
+                Now::Buffered => Then::Flush(Waiting::new(out)),
+                Now::NotTaken(item) => Then::Send(Waiting::new(out), item),
+            },
+        },
+        _ => Then::Send(Waiting::new(out), Box::new(item)),
+    };
+    async move {
+        let (waiting, item) = match then {
+            Then::Done(result) => return result,
+            Then::Flush(waiting) => (waiting, None),
+            Then::Send(waiting, item) => (waiting, Some(item)),
+        };
+        let mut writer = waiting.0.writer.lock().await;
+        let Some(writer) = writer.as_mut() else {
+            return Err(closed());
+        };
+        match item {
+            Some(item) => writer.send(*item).await,
+            None => writer.flush().await,
+        }
+    }
+}
+
+/// Writes `item` without waiting: as far as the pipe takes it now.
+fn write_now<W: AsyncWrite + Unpin>(writer: &mut Writer<W>, item: TxJsonRpcMessage<RoleServer>) -> Now {
+    use futures_util::Sink as _;
+    // Nothing here waits: whatever the pipe cannot take now is left to the future, which
+    // waits with a real waker.
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut writer = Pin::new(writer);
+    match writer.as_mut().poll_ready(&mut cx) {
+        Poll::Ready(Ok(())) => {}
+        Poll::Ready(Err(error)) => return Now::Written(Err(error)),
+        Poll::Pending => return Now::NotTaken(Box::new(item)),
+    }
+    if let Err(error) = writer.as_mut().start_send(item) {
+        return Now::Written(Err(error));
+    }
+    match writer.poll_flush(&mut cx) {
+        Poll::Ready(result) => Now::Written(result),
+        Poll::Pending => Now::Buffered,
+    }
+}
+
+fn closed() -> io::Error {
+    io::Error::new(io::ErrorKind::NotConnected, "the transport is closed")
 }
 
 /// A line without its newline (and a carriage return before it).
@@ -254,7 +355,50 @@ pub fn tools_call(line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
 
 #[cfg(test)]
 mod tests {
+    use futures_util::FutureExt as _;
+    use tokio::io::AsyncReadExt as _;
+
     use super::*;
+
+    /// A message to send, told apart by `n`.
+    fn numbered(n: u32) -> TxJsonRpcMessage<RoleServer> {
+        TxJsonRpcMessage::<RoleServer>::error(ErrorData::invalid_request(format!("m{n}"), None), None)
+    }
+
+    /// Everything written so far, as text.
+    fn written(read: &mut tokio::io::DuplexStream) -> String {
+        let mut buf = vec![0; 1 << 16];
+        let n = read.read(&mut buf).now_or_never().map_or(0, |n| n.unwrap());
+        String::from_utf8(buf[..n].to_vec()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_message_with_none_waiting_is_written_during_the_send() {
+        let (write, mut read) = tokio::io::duplex(1 << 16);
+        let out = StdioTransport::new(tokio::io::empty(), write, Splicer::new()).write;
+        let sending = send(&out, numbered(1));
+        assert!(written(&mut read).contains("\"m1\""), "written before its future ran");
+        sending.await.unwrap();
+        assert_eq!(out.waiting.load(Ordering::Acquire), 0);
+    }
+
+    #[tokio::test]
+    async fn a_message_written_at_once_never_overtakes_one_still_waiting() {
+        let (write, mut read) = tokio::io::duplex(1 << 16);
+        let out = StdioTransport::new(tokio::io::empty(), write, Splicer::new()).write;
+        // The first message finds the writer busy, and waits for it as rmcp's task would.
+        let busy = out.writer.lock().await;
+        let first = tokio::spawn(send(&out, numbered(1)));
+        drop(busy);
+        // The writer is free again, but the first message has not been written yet.
+        let second = tokio::spawn(send(&out, numbered(2)));
+        first.await.unwrap().unwrap();
+        second.await.unwrap().unwrap();
+        let text = written(&mut read);
+        let (one, two) = (text.find("\"m1\"").unwrap(), text.find("\"m2\"").unwrap());
+        assert!(one < two, "in the order sent: {text}");
+        assert_eq!(out.waiting.load(Ordering::Acquire), 0);
+    }
 
     /// What rmcp makes of a line.
     fn by_rmcp(line: &str) -> Option<RxJsonRpcMessage<RoleServer>> {
