@@ -92,13 +92,12 @@ pub struct Output {
 pub enum Body {
     /// Made on this side (`sessions`, `api`, a screenshot's size).
     Json(Json),
-    /// A plugin's result as it came; [`DynCommand::invoke`] turns it into `Text`.
+    /// A plugin's result as it came; [`DynCommand::invoke`] turns it into `Quoted`.
     Plugin(RawValue),
-    /// Compact JSON text, finished and bounded, written straight from a plugin's msgpack
-    /// (`bound::bound_raw`): a large result is never a tree on this side.
-    Text(String),
-    /// As `Text`, with the same text as a JSON string, quotes included, written in the
-    /// same pass (`bound::bound_raw_quoted`): what a large result's text block holds.
+    /// Compact JSON text, finished and bounded, written straight from a plugin's msgpack,
+    /// and the same text as a JSON string, quotes included, written in the same pass
+    /// (`bound::bound_raw_quoted`): what the result's text block holds. A plugin's result
+    /// is never a tree on this side.
     Quoted { text: String, quoted: Vec<u8> },
 }
 
@@ -123,7 +122,7 @@ impl Output {
         match &self.body {
             Body::Json(json) => json.clone(),
             Body::Plugin(raw) => raw.decode().map(value::into_json).unwrap_or(Json::Null),
-            Body::Text(text) | Body::Quoted { text, .. } => serde_json::from_str(text).unwrap_or(Json::Null),
+            Body::Quoted { text, .. } => serde_json::from_str(text).unwrap_or(Json::Null),
         }
     }
 }
@@ -358,19 +357,21 @@ impl<C: Command> DynCommand for Erased<C> {
                     top.apply(&mut json);
                     Body::Json(bound::bound(json, limit, hint))
                 }
-                // A large result is written with its quoted form for the text block, in
-                // one pass, off the async thread.
-                Body::Plugin(raw) if raw.len() > OFF_THREAD_BYTES => {
-                    let (text, quoted) =
-                        tokio::task::spawn_blocking(move || bound::bound_raw_quoted(&raw, &top, limit, hint))
+                // Written with its quoted form for the text block, in one pass; a large
+                // result off the async thread.
+                Body::Plugin(raw) => {
+                    let off_thread = raw.len() > OFF_THREAD_BYTES;
+                    let convert = move || bound::bound_raw_quoted(&raw, &top, limit, hint);
+                    let (text, quoted) = if off_thread {
+                        tokio::task::spawn_blocking(convert)
                             .await
-                            .map_err(|e| {
-                                bad_result(C::SPEC.name, &format!("its result could not be converted: {e}"))
-                            })?;
+                            .map_err(|e| bad_result(C::SPEC.name, &format!("its result could not be converted: {e}")))?
+                    } else {
+                        convert()
+                    };
                     Body::Quoted { text, quoted }
                 }
-                Body::Plugin(raw) => Body::Text(bound::bound_raw(&raw, &top, limit, hint)),
-                text @ (Body::Text(_) | Body::Quoted { .. }) => text,
+                quoted @ Body::Quoted { .. } => quoted,
             };
             Ok(output)
         })

@@ -28,7 +28,7 @@ use tokio::sync::mpsc;
 use crate::bridge::{Bridge, CallHooks, PROGRESS_QUEUE, Progress, Target};
 use crate::commands::sessions::ActivePolicy;
 use crate::commands::{self, Body, DynCommand, InvocationParts, Kind, Limits, Output};
-use crate::protocol::{ErrorCode, SERVER_VERSION, ToolError};
+use crate::protocol::{SERVER_VERSION, ToolError};
 use policy::Policy;
 use splice::Splicer;
 
@@ -99,26 +99,12 @@ fn tool_for(command: &dyn DynCommand) -> Tool {
 
 /// The tool result for a command's output: the complete JSON as text (some clients
 /// show the model only the text) and as structured content, plus an image block for
-/// images. A result without an image is spliced in as the line is written (see
-/// [`splice`]); a large one is prepared off the async thread.
+/// images. A plugin's result without an image is spliced in as the line is written (see
+/// [`splice`]), with its quoted form already written.
 async fn success_result(output: Output, splicer: &Arc<Splicer>) -> CallToolResult {
     let (text, structured) = match output.body {
-        // Written with its quoted form: nothing left to prepare.
         Body::Quoted { text, quoted } if output.image.is_none() => return splicer.result_quoted(text, quoted),
-        Body::Text(text) if text.len() < splice::SPLICE_MIN_BYTES && output.image.is_none() => {
-            return splicer.result(text);
-        }
-        Body::Text(text) if output.image.is_none() => {
-            let splicer = Arc::clone(splicer);
-            let prepared = tokio::task::spawn_blocking(move || splicer.result(text)).await;
-            return prepared.unwrap_or_else(|e| {
-                error_result(&ToolError::new(
-                    ErrorCode::PluginError,
-                    format!("The result could not be prepared: {e}"),
-                ))
-            });
-        }
-        Body::Text(text) | Body::Quoted { text, .. } => {
+        Body::Quoted { text, .. } => {
             let structured = serde_json::from_str(&text).unwrap_or(Json::Null);
             (text, structured)
         }

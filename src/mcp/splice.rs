@@ -3,7 +3,7 @@
 //! rmcp serializes every message it sends, so a tool result would have to be a tree of
 //! JSON (`structuredContent`) plus its text. A command's result is already compact JSON
 //! text, so that tree is built only to be written again: parsing the text, serializing
-//! the tree and freeing it was a fifth of the host's work on a small `exec`, and for a
+//! the tree and freeing it was about an eighth of the host's work on a small `exec`, and for a
 //! 10 MB result most of the time the call takes, on the async thread. Instead a result
 //! goes to rmcp as two short placeholder strings, and what writes rmcp's line puts in
 //! their place the bytes prepared for them: the result's JSON text as
@@ -11,8 +11,8 @@
 //!
 //! A small result's parts are put in by the line's encoder, in memory
 //! ([`Splicer::splice_small`]), so the line still goes out in one write. A large
-//! result's parts (prepared off the async thread) are put in by the writer beneath as it
-//! writes ([`SplicingWriter`]), so they are never copied into the line.
+//! result's parts are put in by the writer beneath as it writes ([`SplicingWriter`]), so
+//! they are never copied into the line.
 //!
 //! A placeholder is `"\u0001studio-bridge:<nonce>:<n><t|s>"`, with a random nonce per
 //! process: a tool result that happens to contain such a string (an `exec` return) cannot
@@ -33,11 +33,9 @@ use serde_json::Value as Json;
 use tokio::io::AsyncWrite;
 use tokio_util::bytes::BytesMut;
 
-use crate::commands::bound::quote_json_text;
-
 /// Results at least this large are written into the line by the writer as it writes
-/// ([`SplicingWriter`]), and prepared off the async thread; smaller ones are put into
-/// the line by its encoder ([`Splicer::splice_small`]).
+/// ([`SplicingWriter`]); smaller ones are put into the line by its encoder
+/// ([`Splicer::splice_small`]).
 pub const SPLICE_MIN_BYTES: usize = 64 * 1024;
 
 /// A prepared part nobody wrote within this time (its call was cancelled and the
@@ -77,17 +75,10 @@ impl Splicer {
         })
     }
 
-    /// The tool result for `text` (compact JSON of an object): its text block and
-    /// `structuredContent` are placeholders filled in when the line is written. Escaping
-    /// the text runs here, so call this off the async thread for a large result.
-    pub fn result(&self, text: String) -> CallToolResult {
-        // A JSON string of the text, quotes included: what `"text": …` holds.
-        let quoted = quote_json_text(&text);
-        self.result_quoted(text, quoted)
-    }
-
-    /// As [`Splicer::result`], for `text` already quoted as a JSON string (`quoted`,
-    /// quotes included), as `commands::bound::bound_raw_quoted` writes it.
+    /// The tool result for `text` (compact JSON of an object) and `quoted`, the same text
+    /// as a JSON string, quotes included (as `commands::bound::bound_raw_quoted` writes
+    /// them): its text block and `structuredContent` are placeholders filled in when the
+    /// line is written.
     pub fn result_quoted(&self, text: String, quoted: Vec<u8>) -> CallToolResult {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         let small = quoted.len() < SPLICE_MIN_BYTES;
@@ -223,6 +214,13 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for SplicingWriter<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::commands::bound::quote_json_text;
+
+    /// A result for `text`, quoted as the conversion of a plugin's result quotes it.
+    fn result(splicer: &Splicer, text: String) -> CallToolResult {
+        let quoted = quote_json_text(&text);
+        splicer.result_quoted(text, quoted)
+    }
     use tokio::io::AsyncWriteExt;
 
     /// A sink that takes at most `chunk` bytes a call, to split every write.
@@ -250,14 +248,14 @@ mod tests {
         let text =
             serde_json::json!({"a": "quote \" and \\ and \n", "b": [1, 2.5, null], "sessionId": "S"}).to_string();
         let splicer = Splicer::new();
-        let spliced = splicer.result(text.clone());
+        let spliced = result(&splicer, text.clone());
         let mut plain = CallToolResult::success(vec![ContentBlock::text(text.clone())]);
         plain.structured_content = Some(serde_json::from_str(&text).unwrap());
         for chunk in [1, 7, 4096] {
             let spliced = if chunk == 1 {
                 spliced.clone()
             } else {
-                splicer.result(text.clone())
+                result(&splicer, text.clone())
             };
             let mut writer = SplicingWriter::new(Trickle { out: Vec::new(), chunk }, Arc::clone(&splicer));
             let mut line = serde_json::to_vec(&spliced).unwrap();
@@ -285,7 +283,7 @@ mod tests {
     fn a_small_result_is_spliced_by_the_encoder_into_the_line_rmcp_would_have_written() {
         let text = serde_json::json!({"returns": ["quote \" and \\", 2.5, null], "sessionId": "S"}).to_string();
         let splicer = Splicer::new();
-        let line = serde_json::to_vec(&splicer.result(text.clone())).unwrap();
+        let line = serde_json::to_vec(&result(&splicer, text.clone())).unwrap();
         let mut out = BytesMut::new();
         splicer.splice_small(&line, &mut out);
         assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(&plain(&text)));
@@ -296,7 +294,7 @@ mod tests {
     async fn a_large_result_is_left_to_the_writer_by_the_encoder() {
         let text = serde_json::json!({"body": "x".repeat(SPLICE_MIN_BYTES)}).to_string();
         let splicer = Splicer::new();
-        let line = serde_json::to_vec(&splicer.result(text.clone())).unwrap();
+        let line = serde_json::to_vec(&result(&splicer, text.clone())).unwrap();
         let mut out = BytesMut::new();
         splicer.splice_small(&line, &mut out);
         assert_eq!(&out[..], &line[..], "the placeholders stay in the line");
@@ -327,7 +325,7 @@ mod tests {
     async fn a_placeholder_with_the_wrong_nonce_is_written_as_it_is() {
         let splicer = Splicer::new();
         let other = Splicer::new();
-        let foreign = serde_json::to_vec(&other.result("{}".into())).unwrap();
+        let foreign = serde_json::to_vec(&result(&other, "{}".into())).unwrap();
         let mut writer = SplicingWriter::new(
             Trickle {
                 out: Vec::new(),

@@ -22,7 +22,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use rmpv::Value as Msgpack;
 use serde_json::{Map, Value as Json};
 use studio_bridge::bridge::{self, Bridge, BridgeOptions, CallHooks, Mode, Target};
-use studio_bridge::commands::bound::{Top, bound, bound_raw};
+use studio_bridge::commands::bound::{Top, bound, bound_raw_quoted};
 use studio_bridge::commands::{ALL, InvocationParts, Limits};
 use studio_bridge::mcp::transport::tools_call;
 use studio_bridge::protocol::ErrorCode;
@@ -299,8 +299,8 @@ pub fn msgpack_json(input: &[u8]) -> Check {
 }
 
 /// A plugin result as the agent gets it: written straight from the msgpack and bounded
-/// (`commands::bound::bound_raw`), which must give the text the tree path gives, at any
-/// bound, and stay within the bound.
+/// (`commands::bound::bound_raw_quoted`), which must give the text the tree path gives,
+/// at any bound, and the same text quoted as serde_json quotes it.
 pub fn bounded_json(input: &[u8]) -> Check {
     let Ok(raw) = RawValue::from_bytes(bytes::Bytes::copy_from_slice(input)) else {
         return Ok(());
@@ -313,7 +313,10 @@ pub fn bounded_json(input: &[u8]) -> Check {
         plugin_hint: "Ask for less.",
     };
     for limit in [usize::MAX, 4096, 600, 64] {
-        let text = bound_raw(&raw, &top, limit, "Read less.");
+        let (text, quoted) = bound_raw_quoted(&raw, &top, limit, "Read less.");
+        if quoted != serde_json::to_vec(&text).unwrap_or_default() {
+            return Err(format!("at bound {limit}, the quoted form of {text} is not serde_json's"));
+        }
         let mut json = to_json(&value);
         top.apply(&mut json);
         let expected = serde_json::to_string(&bound(json, limit, "Read less.")).unwrap_or_default();

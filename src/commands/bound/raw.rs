@@ -51,15 +51,6 @@ impl Top<'_> {
     }
 }
 
-/// The result as compact JSON text with `top` applied, bounded to `limit` bytes as
-/// [`super::bound`] bounds a tree.
-pub fn bound_raw(raw: &RawValue, top: &Top<'_>, limit: usize, hint: &str) -> String {
-    match converted(raw, top, limit, hint, false) {
-        Ok((text, _)) => text,
-        Err(Unsupported) => tree_text(raw, top, limit, hint),
-    }
-}
-
 /// The one-pass conversion, or `Unsupported` for what takes the tree path: a result
 /// nested too deep is flattened on the tree (rare, and small: the plugin's encoder stops
 /// at 200 levels), as are the kinds of value [`Doc`] does not write.
@@ -68,20 +59,20 @@ fn converted(
     top: &Top<'_>,
     limit: usize,
     hint: &str,
-    quoted: bool,
 ) -> Result<(String, Option<Vec<u8>>), Unsupported> {
     if raw.levels() > super::MAX_RESULT_LEVELS {
         return Err(Unsupported);
     }
-    Doc::new(raw.as_bytes(), top).and_then(|doc| doc.bounded(limit, hint, quoted))
+    Doc::new(raw.as_bytes(), top).and_then(|doc| doc.bounded(limit, hint, true))
 }
 
-/// As [`bound_raw`], and the same text as a JSON string, quotes included (what a tool
-/// result's text block holds inside the JSON-RPC line), written in the same pass: the
-/// writer knows where every quote it writes is, where a separate pass over the text would
-/// have to search for them (every few bytes in a result of names and paths).
+/// The result as compact JSON text with `top` applied, bounded to `limit` bytes as
+/// [`super::bound`] bounds a tree; and the same text as a JSON string, quotes included
+/// (what a tool result's text block holds inside the JSON-RPC line), written in the same
+/// pass: the writer knows where every quote it writes is, where a separate pass over the
+/// text would have to search for them (every few bytes in a result of names and paths).
 pub fn bound_raw_quoted(raw: &RawValue, top: &Top<'_>, limit: usize, hint: &str) -> (String, Vec<u8>) {
-    match converted(raw, top, limit, hint, true) {
+    match converted(raw, top, limit, hint) {
         Ok((text, Some(quoted))) => (text, quoted),
         Ok((text, None)) => {
             let quoted = quote_json_text(&text);
@@ -869,12 +860,10 @@ mod tests {
     }
 
     /// This module's text, after checking that the form quoted in the same pass is the
-    /// text as serde_json quotes it (the text block of a large result).
+    /// text as serde_json quotes it (the text block of a result).
     fn by_bytes(value: &Msgpack, top: &Top<'_>, limit: usize, hint: &str) -> String {
         let raw = RawValue::encode(value);
-        let text = bound_raw(&raw, top, limit, hint);
-        let (same, quoted) = bound_raw_quoted(&raw, top, limit, hint);
-        assert_eq!(same, text, "the quoted path writes the same text");
+        let (text, quoted) = bound_raw_quoted(&raw, top, limit, hint);
         assert_eq!(
             String::from_utf8(quoted).unwrap(),
             serde_json::to_string(&text).unwrap(),
@@ -1037,10 +1026,9 @@ mod tests {
         for raw in cases {
             let value = raw.decode().unwrap();
             for limit in [usize::MAX, 40] {
-                let text = bound_raw(&raw, &top(), limit, "h");
+                let (text, quoted) = bound_raw_quoted(&raw, &top(), limit, "h");
                 assert_eq!(text, by_tree(&value, &top(), limit, "h"), "{value}");
-                let (same, quoted) = bound_raw_quoted(&raw, &top(), limit, "h");
-                assert_eq!((same, quoted), (text.clone(), serde_json::to_vec(&text).unwrap()));
+                assert_eq!(quoted, serde_json::to_vec(&text).unwrap());
             }
         }
         let text = by_bytes(
