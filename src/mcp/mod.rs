@@ -103,7 +103,7 @@ fn tool_for(command: &dyn DynCommand) -> Tool {
 /// [`splice`]), with its quoted form already written.
 async fn success_result(output: Output, splicer: &Arc<Splicer>) -> CallToolResult {
     let (text, structured) = match output.body {
-        Body::Quoted { text, quoted } if output.image.is_none() => return splicer.result_quoted(text, quoted),
+        Body::Quoted { text, quoted } if output.image.is_none() => return splicer.result(text, quoted),
         Body::Quoted { text, .. } => {
             let structured = serde_json::from_str(&text).unwrap_or(Json::Null);
             (text, structured)

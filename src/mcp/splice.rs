@@ -79,7 +79,7 @@ impl Splicer {
     /// as a JSON string, quotes included (as `commands::bound::bound_raw_quoted` writes
     /// them): its text block and `structuredContent` are placeholders filled in when the
     /// line is written.
-    pub fn result_quoted(&self, text: String, quoted: Vec<u8>) -> CallToolResult {
+    pub fn result(&self, text: String, quoted: Vec<u8>) -> CallToolResult {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         let small = quoted.len() < SPLICE_MIN_BYTES;
         {
@@ -219,7 +219,7 @@ mod tests {
     /// A result for `text`, quoted as the conversion of a plugin's result quotes it.
     fn result(splicer: &Splicer, text: String) -> CallToolResult {
         let quoted = quote_json_text(&text);
-        splicer.result_quoted(text, quoted)
+        splicer.result(text, quoted)
     }
     use tokio::io::AsyncWriteExt;
 

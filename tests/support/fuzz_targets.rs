@@ -315,7 +315,9 @@ pub fn bounded_json(input: &[u8]) -> Check {
     for limit in [usize::MAX, 4096, 600, 64] {
         let (text, quoted) = bound_raw_quoted(&raw, &top, limit, "Read less.");
         if quoted != serde_json::to_vec(&text).unwrap_or_default() {
-            return Err(format!("at bound {limit}, the quoted form of {text} is not serde_json's"));
+            return Err(format!(
+                "at bound {limit}, the quoted form of {text} is not serde_json's"
+            ));
         }
         let mut json = to_json(&value);
         top.apply(&mut json);
