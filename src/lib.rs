@@ -11,5 +11,6 @@ pub mod human;
 pub mod image;
 pub mod mcp;
 pub mod plugin_install;
+pub mod policy;
 pub mod protocol;
 pub mod terminal;

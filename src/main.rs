@@ -8,6 +8,7 @@ use tracing_subscriber::EnvFilter;
 use studio_bridge::bridge::{self, Mode};
 use studio_bridge::cli::{self, HostOptions};
 use studio_bridge::plugin_install::{self, Installed};
+use studio_bridge::policy::Policy;
 use studio_bridge::{mcp, protocol, terminal};
 
 fn main() -> ExitCode {
@@ -48,17 +49,22 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // The policy first, for every surface that runs commands (an agent with a shell can
+    // run the CLI and the terminal too): a bad config, glob or capability name stops here,
+    // before anything starts.
+    let policy = match name {
+        "serve" | "install-plugin" | "completions" | "doctor" => Policy::default(),
+        _ => match cli::load_policy(sub) {
+            Ok(policy) => policy,
+            Err(message) => {
+                eprintln!("error: {message}");
+                return ExitCode::FAILURE;
+            }
+        },
+    };
     runtime.block_on(async {
         match name {
             "mcp" => {
-                // The policy first: a bad config or glob stops here, before anything starts.
-                let policy = match mcp::policy::Policy::load(cli::policy_flags(sub)) {
-                    Ok(policy) => policy,
-                    Err(message) => {
-                        eprintln!("error: {message}");
-                        return ExitCode::FAILURE;
-                    }
-                };
                 tracing::info!("policy: {}", policy.summary());
                 if !sub.get_flag("no-install-plugin") && sub.get_one::<String>("remote").is_none() {
                     plugin_install::install_at_start();
@@ -85,8 +91,8 @@ fn main() -> ExitCode {
             )),
             "completions" => cli::print_completions(sub),
             "doctor" => cli::doctor::run(sub, &options).await,
-            "terminal" => terminal::run(sub, options.bridge_options(Mode::Auto), options.limits()).await,
-            command => cli::run_command(command, sub, &options).await,
+            "terminal" => terminal::run(sub, options.bridge_options(Mode::Auto), options.limits(), policy).await,
+            command => cli::run_command(command, sub, &options, &policy).await,
         }
     })
 }
@@ -113,7 +119,7 @@ fn report(result: anyhow::Result<()>) -> ExitCode {
 
 async fn run_mcp(
     options: &HostOptions,
-    policy: mcp::policy::Policy,
+    policy: Policy,
     remote: Option<&str>,
     token_file: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {

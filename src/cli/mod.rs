@@ -16,6 +16,7 @@ use crate::bridge::{self, BridgeOptions, CallHooks, Mode, Target};
 use crate::commands::{self, InvocationParts, Limits};
 use crate::human::args::{arguments, default_image_path, subcommand_for};
 use crate::human::render;
+use crate::policy::{Capability, Policy, PolicyFlags};
 use crate::protocol::{Context, DEFAULT_PORT};
 
 /// Options shared by everything that may host the bridge.
@@ -58,20 +59,41 @@ impl HostOptions {
     }
 }
 
-/// The policy flags of `mcp` (see [`crate::mcp::policy`]).
-pub fn policy_flags(matches: &ArgMatches) -> crate::mcp::policy::PolicyFlags {
-    let globs = |name: &str| -> Vec<String> {
+/// The policy flags a subcommand takes (see [`crate::policy`]): all of them for `mcp`,
+/// `--ignore-config` for the table's commands and the terminal, none elsewhere.
+pub fn policy_flags(matches: &ArgMatches) -> PolicyFlags {
+    let values = |name: &str| -> Vec<String> {
         matches
-            .get_many::<String>(name)
+            .try_get_many::<String>(name)
+            .ok()
+            .flatten()
             .map(|values| values.cloned().collect())
             .unwrap_or_default()
     };
-    crate::mcp::policy::PolicyFlags {
-        read_only: matches.get_flag("read-only"),
-        allow: globs("allow"),
-        deny: globs("deny"),
-        config: matches.get_one::<PathBuf>("config").cloned(),
+    let flag = |name: &str| matches.try_get_one::<bool>(name).ok().flatten() == Some(&true);
+    PolicyFlags {
+        read_only: flag("read-only"),
+        allow: values("allow"),
+        deny: values("deny"),
+        deny_capabilities: values("deny-capability"),
+        config: matches.try_get_one::<PathBuf>("config").ok().flatten().cloned(),
+        ignore_config: flag("ignore-config"),
     }
+}
+
+/// The policy of a subcommand that has one (`mcp`, the table's commands, `terminal`):
+/// its flags and the config file. An error (a bad file, glob or capability name) is said
+/// on stderr as is.
+pub fn load_policy(matches: &ArgMatches) -> Result<Policy, String> {
+    Policy::load(policy_flags(matches), commands::ALL)
+}
+
+/// `--ignore-config`, on the table's commands and the terminal.
+pub fn ignore_config() -> Arg {
+    Arg::new("ignore-config")
+        .long("ignore-config")
+        .action(ArgAction::SetTrue)
+        .help("Run without the policy in the config file (config.toml's deny_capabilities, read_only, allow, deny), which applies here as it does to mcp")
 }
 
 /// The whole command line.
@@ -137,7 +159,17 @@ pub fn command() -> clap::Command {
                     Arg::new("read-only")
                         .long("read-only")
                         .action(ArgAction::SetTrue)
-                        .help("Offer the agent only tools and calls that read Studio (exec counts as a write)"),
+                        .help("Offer the agent only calls that read Studio: --deny-capability write,code,play,assets"),
+                )
+                .arg(
+                    Arg::new("deny-capability")
+                        .long("deny-capability")
+                        .value_name("NAME")
+                        .action(ArgAction::Append)
+                        .help(format!(
+                            "Refuse every call that needs NAME, one of {} (repeatable, or comma-separated)",
+                            Capability::ALL.map(Capability::name).join(", ")
+                        )),
                 )
                 .arg(
                     Arg::new("allow")
@@ -212,7 +244,8 @@ pub fn command() -> clap::Command {
                         .long("context")
                         .value_parser(["edit", "server", "client"])
                         .help("DataModel during Play: edit, server or client [default: edit]"),
-                ),
+                )
+                .arg(ignore_config()),
         )
         .subcommand(
             clap::Command::new("completions")
@@ -225,7 +258,7 @@ pub fn command() -> clap::Command {
                 ),
         );
     for command in commands::ALL {
-        root = root.subcommand(subcommand_for(*command));
+        root = root.subcommand(subcommand_for(*command).arg(ignore_config()));
     }
     root
 }
@@ -254,13 +287,29 @@ fn no_install_plugin() -> Arg {
 
 /// Runs one table command from the command line: hosts the bridge for the length of the
 /// call (waiting the startup grace for plugins to connect), prints, and exits 1 on error.
-pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions) -> ExitCode {
+/// A call `policy` refuses (the config file's, unless `--ignore-config`) never starts the
+/// bridge.
+pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions, policy: &Policy) -> ExitCode {
     let Some(command) = commands::find(&name.replace('-', "_")) else {
         eprintln!("error: unknown command {name}");
         return ExitCode::FAILURE;
     };
     let as_json = matches.get_flag("json");
     let (out_style, err_style) = (render::Style::stdout(), render::Style::stderr());
+    let args = match arguments(command, matches).and_then(|args| policy.check(command, &args).map(|()| args)) {
+        Ok(args) => args,
+        Err(error) => {
+            if as_json {
+                println!("{}", error.to_json());
+            } else {
+                eprintln!(
+                    "{}",
+                    err_style.red(&format!("error[{}]: {}", error.code, error.message))
+                );
+            }
+            return ExitCode::FAILURE;
+        }
+    };
     // Beside a running `mcp` this joins its host as a peer; alone, it hosts for the length
     // of the call (the startup grace gives plugins time to reconnect).
     let running = match bridge::start(options.bridge_options(Mode::Auto)).await {
@@ -292,19 +341,14 @@ pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions
         }
         _ => None,
     };
-    let outcome = match arguments(command, matches) {
-        Ok(args) => {
-            let parts = InvocationParts {
-                bridge: running.bridge.clone(),
-                hooks: CallHooks::default(),
-                defaults: Arc::new(Mutex::new(Target::default())),
-                target,
-                policy: None,
-            };
-            command.invoke(args, parts, options.limits()).await
-        }
-        Err(error) => Err(error),
+    let parts = InvocationParts {
+        bridge: running.bridge.clone(),
+        hooks: CallHooks::default(),
+        defaults: Arc::new(Mutex::new(Target::default())),
+        target,
+        policy: Some(Arc::new(policy.report())),
     };
+    let outcome = command.invoke(args, parts, options.limits()).await;
     let mut stdout = std::io::stdout().lock();
     let status = match &outcome {
         Ok(output) => {

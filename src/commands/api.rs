@@ -107,6 +107,7 @@ impl Command for Api {
         default_context: Context::Edit,
         timeout: Duration::from_secs(5),
         kind: Kind::Read,
+        capabilities: super::Capabilities::of(&[super::Capability::Read]),
         idempotent: true,
         open_world: false,
         positional: &[],

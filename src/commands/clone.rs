@@ -44,6 +44,7 @@ impl Command for Clone {
         default_context: Context::Edit,
         timeout: Duration::from_secs(10),
         kind: Kind::Write,
+        capabilities: super::Capabilities::of(&[super::Capability::Write]),
         idempotent: false,
         open_world: false,
         positional: &["path", "parent"],

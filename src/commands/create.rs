@@ -63,12 +63,29 @@ impl Command for Create {
         default_context: Context::Edit,
         timeout: Duration::from_secs(10),
         kind: Kind::Write,
+        capabilities: super::Capabilities::of(&[super::Capability::Write]),
         idempotent: false,
         open_world: false,
         positional: &[],
         truncation_hint: "",
         follow_event: None,
     };
+
+    /// A script's source on any item (`source`, or a `Source` property) is code.
+    fn capabilities(args: &CreateArgs) -> super::Capabilities {
+        let writes_code = args.items.iter().any(|item| {
+            item.source.is_some()
+                || item
+                    .properties
+                    .as_ref()
+                    .is_some_and(|p| p.keys().any(|k| k.eq_ignore_ascii_case("source")))
+        });
+        if writes_code {
+            Self::SPEC.capabilities.with(super::Capability::Code)
+        } else {
+            Self::SPEC.capabilities
+        }
+    }
 
     async fn run(args: CreateArgs, cx: &Invocation) -> Result<Output, ToolError> {
         validate(&args)?;

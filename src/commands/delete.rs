@@ -34,6 +34,7 @@ impl Command for Delete {
         default_context: Context::Edit,
         timeout: Duration::from_secs(10),
         kind: Kind::Destructive,
+        capabilities: super::Capabilities::of(&[super::Capability::Write]),
         idempotent: false,
         open_world: false,
         positional: &[],

@@ -99,6 +99,7 @@ impl Command for Exec {
         timeout: Duration::from_secs(125),
         // It can do anything Luau can: destructive, and open-world (HttpService, …).
         kind: Kind::Destructive,
+        capabilities: super::Capabilities::of(&[super::Capability::Code]),
         idempotent: false,
         open_world: true,
         positional: &["script"],

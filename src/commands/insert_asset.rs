@@ -54,6 +54,7 @@ impl Command for InsertAsset {
         default_context: Context::Edit,
         timeout: Duration::from_secs(30),
         kind: Kind::Write,
+        capabilities: super::Capabilities::of(&[super::Capability::Write, super::Capability::Assets]),
         idempotent: false,
         open_world: true,
         positional: &[],

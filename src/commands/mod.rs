@@ -41,6 +41,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value as Json};
 
 use crate::bridge::{Bridge, Call, CallHooks, Target};
+use crate::policy::Governed;
+pub use crate::policy::{ActivePolicy, Capabilities, Capability};
 use crate::protocol::raw::RawValue;
 use crate::protocol::{Context, ErrorCode, Ran, ToolError, value};
 use schema::{add_result_properties, add_session_properties, schema_for};
@@ -52,6 +54,9 @@ pub enum Kind {
     Write,
     Destructive,
 }
+
+/// How tool names start: `studio_exec` (MCP tools, and the names policy globs match).
+pub const TOOL_PREFIX: &str = "studio_";
 
 /// The static description of one command.
 #[derive(Debug)]
@@ -68,6 +73,11 @@ pub struct Spec {
     /// The host's deadline for one call.
     pub timeout: Duration,
     pub kind: Kind,
+    /// What every call of it needs, for the policy (TOOLS.md, Policy by capability):
+    /// `read` answers from Studio or the API, `write` changes the place, `code` runs or
+    /// writes Luau, `play` starts or stops playtests, `assets` brings content from the
+    /// network. Arguments can add more ([`Command::capabilities`]), never take any away.
+    pub capabilities: Capabilities,
     pub idempotent: bool,
     /// Whether it can reach beyond Studio (MCP's `openWorldHint`): `exec` can.
     pub open_world: bool,
@@ -78,6 +88,13 @@ pub struct Spec {
     /// The plugin event that continues this command's output (`logs --follow` on the CLI
     /// streams `log` events after the result).
     pub follow_event: Option<&'static str>,
+}
+
+impl Spec {
+    /// Its MCP tool name, `studio_<name>`.
+    pub fn tool_name(&self) -> String {
+        format!("{TOOL_PREFIX}{}", self.name)
+    }
 }
 
 /// The result of a command: JSON for the agent, and for screenshots a PNG.
@@ -150,8 +167,8 @@ pub struct Invocation {
     pub hooks: CallHooks,
     /// This caller's default target (`studio_target`), one per MCP connection.
     pub defaults: Arc<Mutex<Target>>,
-    /// The caller's policy (MCP only), for `sessions` to report.
-    pub policy: Option<Arc<sessions::ActivePolicy>>,
+    /// The caller's policy, for `sessions` to report.
+    pub policy: Option<Arc<ActivePolicy>>,
     /// The session that answered the last plugin call, for the result's
     /// `sessionId`/`context`.
     ran: Mutex<Option<Ran>>,
@@ -222,30 +239,23 @@ pub trait Command: Send + Sync + 'static {
     /// The shape of the result, for the MCP output schema.
     type Result: JsonSchema;
     const SPEC: Spec;
-    /// Whether some calls only read although [`Spec::kind`] says otherwise (`selection`
-    /// reads, and writes when it sets): such a tool stays listed in read-only mode and
-    /// [`Command::call_kind`] tells its reading calls from its writing ones.
-    const HAS_READ_FORM: bool = false;
 
-    /// What this call does to Studio; [`Spec::kind`] unless the arguments decide.
-    fn call_kind(_args: &Self::Args) -> Kind {
-        Self::SPEC.kind
+    /// What this call needs, for the policy: [`Spec::capabilities`] unless the arguments
+    /// add to it (`selection` with `set` writes; `create` with a script's source is code).
+    /// Whatever it returns, a call needs at least the spec's set.
+    fn capabilities(_args: &Self::Args) -> Capabilities {
+        Self::SPEC.capabilities
     }
 
     fn run(args: Self::Args, cx: &Invocation) -> impl Future<Output = Result<Output, ToolError>> + Send;
 }
 
-/// A command with its types erased, as the adapters hold it.
-pub trait DynCommand: Send + Sync {
+/// A command with its types erased, as the adapters hold it (and the policy sees it:
+/// [`Governed`]).
+pub trait DynCommand: Send + Sync + Governed {
     fn spec(&self) -> &'static Spec;
     fn input_schema(&self) -> Map<String, Json>;
     fn output_schema(&self) -> Map<String, Json>;
-    /// Whether any call of this command only reads (its kind is `Read`, or it has a
-    /// reading form).
-    fn can_read_only(&self) -> bool;
-    /// What a call with these arguments does to Studio. Arguments that do not parse count
-    /// as the spec's kind (the call then fails with `invalid_args` anyway).
-    fn call_kind(&self, args: &Map<String, Json>) -> Kind;
     /// Validates `args` (naming the field and the fix), runs the command and bounds its
     /// result.
     fn invoke<'a>(
@@ -264,8 +274,8 @@ pub struct InvocationParts {
     pub defaults: Arc<Mutex<Target>>,
     /// A target given outside the arguments (the CLI's `--session`/`--context`).
     pub target: Target,
-    /// The caller's policy as `sessions` reports it (MCP only; the CLI has none).
-    pub policy: Option<Arc<sessions::ActivePolicy>>,
+    /// The caller's policy as `sessions` reports it.
+    pub policy: Option<Arc<ActivePolicy>>,
 }
 
 struct Erased<C>(PhantomData<C>);
@@ -287,21 +297,6 @@ impl<C: Command> DynCommand for Erased<C> {
         let mut schema = schema_for::<C::Result>();
         add_result_properties(&mut schema, C::SPEC.needs_session);
         schema
-    }
-
-    fn can_read_only(&self) -> bool {
-        C::SPEC.kind == Kind::Read || C::HAS_READ_FORM
-    }
-
-    fn call_kind(&self, args: &Map<String, Json>) -> Kind {
-        let mut args = args.clone();
-        for key in ["sessionId", "instanceId", "context"] {
-            args.remove(key);
-        }
-        match serde_json::from_value::<C::Args>(Json::Object(args)) {
-            Ok(typed) => C::call_kind(&typed),
-            Err(_) => C::SPEC.kind,
-        }
     }
 
     fn invoke<'a>(
@@ -375,6 +370,29 @@ impl<C: Command> DynCommand for Erased<C> {
             };
             Ok(output)
         })
+    }
+}
+
+impl<C: Command> Governed for Erased<C> {
+    fn tool_name(&self) -> String {
+        C::SPEC.tool_name()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        C::SPEC.capabilities
+    }
+
+    /// Arguments that do not parse need the spec's set: the call then fails with
+    /// `invalid_args` before it reaches Studio, parsed the same way.
+    fn call_capabilities(&self, args: &Map<String, Json>) -> Capabilities {
+        let mut args = args.clone();
+        for key in ["sessionId", "instanceId", "context"] {
+            args.remove(key);
+        }
+        match serde_json::from_value::<C::Args>(Json::Object(args)) {
+            Ok(typed) => C::capabilities(&typed).union(C::SPEC.capabilities),
+            Err(_) => C::SPEC.capabilities,
+        }
     }
 }
 
@@ -510,6 +528,100 @@ mod tests {
             let words = command.spec().description.split_whitespace().count();
             assert!((5..=80).contains(&words), "{}: {words} words", command.spec().name);
         }
+    }
+
+    fn capabilities_of_call(name: &str, args: Json) -> Vec<&'static str> {
+        let Json::Object(args) = args else { unreachable!() };
+        let command = find(name).unwrap();
+        command.call_capabilities(&args).names()
+    }
+
+    #[test]
+    fn every_command_names_its_capabilities() {
+        let expected: &[(&str, &[&str])] = &[
+            ("sessions", &["read"]),
+            ("target", &["read"]),
+            ("api", &["read"]),
+            ("state", &["read"]),
+            ("logs", &["read"]),
+            ("query", &["read"]),
+            ("find", &["read"]),
+            ("exec", &["code"]),
+            ("screenshot", &["read"]),
+            ("script_read", &["read"]),
+            ("script_search", &["read"]),
+            ("script_edit", &["write", "code"]),
+            ("play", &["play"]),
+            ("test_run", &["code", "play"]),
+            ("delete", &["write"]),
+            ("clone", &["write"]),
+            ("selection", &["read"]),
+            ("undo", &["write"]),
+            ("redo", &["write"]),
+            ("create", &["write"]),
+            ("update", &["write"]),
+            ("insert_asset", &["write", "assets"]),
+        ];
+        assert_eq!(expected.len(), ALL.len(), "every command is listed here");
+        for (name, capabilities) in expected {
+            let command = find(name).unwrap();
+            assert_eq!(command.capabilities().names(), *capabilities, "{name}");
+            assert_eq!(command.tool_name(), format!("studio_{name}"));
+            // With no arguments (or ones that do not parse), a call needs the static set.
+            assert_eq!(command.call_capabilities(&Map::new()).names(), *capabilities, "{name}");
+            let mut bogus = Map::new();
+            bogus.insert("bogus".into(), Json::Bool(true));
+            assert_eq!(command.call_capabilities(&bogus).names(), *capabilities, "{name}");
+        }
+    }
+
+    #[test]
+    fn arguments_decide_what_selection_and_create_need() {
+        assert_eq!(capabilities_of_call("selection", serde_json::json!({})), ["read"]);
+        assert_eq!(
+            capabilities_of_call(
+                "selection",
+                serde_json::json!({"sessionId": "A-edit", "context": "edit"})
+            ),
+            ["read"]
+        );
+        assert_eq!(
+            capabilities_of_call("selection", serde_json::json!({"set": ["Workspace"]})),
+            ["read", "write"]
+        );
+        assert_eq!(
+            capabilities_of_call("selection", serde_json::json!({"set": []})),
+            ["read", "write"]
+        );
+
+        let part = serde_json::json!({"className": "Part", "parent": "Workspace", "properties": {"Anchored": true}});
+        let script = serde_json::json!({"className": "Script", "parent": "ServerScriptService", "source": "print(1)"});
+        let by_property =
+            serde_json::json!({"className": "Script", "parent": "Workspace", "properties": {"Source": "x"}});
+        assert_eq!(
+            capabilities_of_call("create", serde_json::json!({"items": [part]})),
+            ["write"]
+        );
+        assert_eq!(
+            capabilities_of_call("create", serde_json::json!({"items": [part, script]})),
+            ["write", "code"],
+            "source on any item is code"
+        );
+        assert_eq!(
+            capabilities_of_call(
+                "create",
+                serde_json::json!({"items": [by_property], "sessionId": "A-edit"})
+            ),
+            ["write", "code"]
+        );
+        assert_eq!(
+            capabilities_of_call("exec", serde_json::json!({"script": "return 1", "runtime": "game"})),
+            ["code"]
+        );
+        assert_eq!(
+            capabilities_of_call("test_run", serde_json::json!({"script": "return 1"})),
+            ["code", "play"]
+        );
     }
 
     #[test]

@@ -43,6 +43,7 @@ impl Command for Play {
         default_context: Context::Edit,
         timeout: Duration::from_secs(30),
         kind: Kind::Write,
+        capabilities: super::Capabilities::of(&[super::Capability::Play]),
         idempotent: false,
         open_world: false,
         positional: &["mode"],

@@ -18,6 +18,7 @@ impl Command for Redo {
         default_context: Context::Edit,
         timeout: Duration::from_secs(5),
         kind: Kind::Write,
+        capabilities: super::Capabilities::of(&[super::Capability::Write]),
         idempotent: false,
         open_world: false,
         positional: &[],

@@ -61,6 +61,7 @@ impl Command for ScriptEdit {
         default_context: Context::Edit,
         timeout: Duration::from_secs(10),
         kind: Kind::Write,
+        capabilities: super::Capabilities::of(&[super::Capability::Write, super::Capability::Code]),
         idempotent: false,
         open_world: false,
         positional: &["path"],

@@ -43,6 +43,7 @@ impl Command for ScriptRead {
         default_context: Context::Edit,
         timeout: Duration::from_secs(10),
         kind: Kind::Read,
+        capabilities: super::Capabilities::of(&[super::Capability::Read]),
         idempotent: true,
         open_world: false,
         positional: &["path"],

@@ -64,6 +64,7 @@ impl Command for ScriptSearch {
         default_context: Context::Edit,
         timeout: Duration::from_secs(15),
         kind: Kind::Read,
+        capabilities: super::Capabilities::of(&[super::Capability::Read]),
         idempotent: true,
         open_world: false,
         positional: &["query"],

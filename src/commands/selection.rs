@@ -36,17 +36,22 @@ impl Command for Selection {
         timeout: Duration::from_secs(5),
         // A write when it sets (one undo step); setting the same paths again changes nothing.
         kind: Kind::Write,
+        capabilities: super::Capabilities::of(&[super::Capability::Read]),
         idempotent: true,
         open_world: false,
         positional: &[],
         truncation_hint: "",
         follow_event: None,
     };
-    const HAS_READ_FORM: bool = true;
 
-    /// Reading the selection changes nothing; setting it is a write.
-    fn call_kind(args: &SelectionArgs) -> Kind {
-        if args.set.is_some() { Kind::Write } else { Kind::Read }
+    /// Reading the selection changes nothing; setting it is a write (and answers the new
+    /// selection, a read).
+    fn capabilities(args: &SelectionArgs) -> super::Capabilities {
+        if args.set.is_some() {
+            Self::SPEC.capabilities.with(super::Capability::Write)
+        } else {
+            Self::SPEC.capabilities
+        }
     }
 
     async fn run(args: SelectionArgs, cx: &Invocation) -> Result<Output, ToolError> {

@@ -7,6 +7,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{Command, Invocation, Kind, Output, Spec};
 use crate::bridge::SessionInfo;
+// The policy report lives with the policy (`crate::policy`); named here too, where the
+// MCP adapter looks for it.
+pub use crate::policy::ActivePolicy;
 use crate::protocol::{Context, ToolError};
 
 #[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
@@ -16,24 +19,9 @@ pub struct SessionsArgs {}
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct SessionsResult {
     pub sessions: Vec<SessionInfo>,
-    /// The caller's tool policy, so an agent knows why a tool is missing (MCP only).
+    /// The caller's policy, so an agent knows why a tool or a call is refused.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub policy: Option<ActivePolicy>,
-}
-
-/// The tool policy of the MCP process that answered (set by the user in its flags or
-/// config file; the MCP adapter enforces it).
-#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ActivePolicy {
-    /// Only tools (and calls) that read Studio are available.
-    pub read_only: bool,
-    /// Tool-name globs; when any are given, only matching tools are available.
-    pub allow: Vec<String>,
-    /// Tool-name globs that are never available (deny wins over allow).
-    pub deny: Vec<String>,
-    /// Where the policy came from: flags, a config file, both, or defaults.
-    pub source: String,
 }
 
 pub struct Sessions;
@@ -49,6 +37,7 @@ impl Command for Sessions {
         // Covers a new host's 3 s startup grace, in which an empty list waits for a plugin.
         timeout: Duration::from_secs(4),
         kind: Kind::Read,
+        capabilities: super::Capabilities::of(&[super::Capability::Read]),
         idempotent: true,
         open_world: false,
         positional: &[],

@@ -50,6 +50,7 @@ impl Command for TargetCommand {
         // Covers a new host's 3 s startup grace (see `sessions`).
         timeout: Duration::from_secs(4),
         kind: Kind::Read,
+        capabilities: super::Capabilities::of(&[super::Capability::Read]),
         idempotent: true,
         open_world: false,
         positional: &[],

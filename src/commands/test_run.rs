@@ -79,6 +79,7 @@ impl Command for TestRun {
         default_context: Context::Edit,
         timeout: Duration::from_secs(95),
         kind: Kind::Destructive,
+        capabilities: super::Capabilities::of(&[super::Capability::Code, super::Capability::Play]),
         idempotent: false,
         open_world: true,
         positional: &["script"],

@@ -71,6 +71,7 @@ impl Command for Update {
         default_context: Context::Edit,
         timeout: Duration::from_secs(10),
         kind: Kind::Write,
+        capabilities: super::Capabilities::of(&[super::Capability::Write]),
         idempotent: false,
         open_world: false,
         positional: &[],

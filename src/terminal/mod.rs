@@ -33,6 +33,7 @@ use crate::bridge::{self, Bridge, BridgeOptions, CallHooks, SessionInfo, Target}
 use crate::commands::{self, DynCommand, InvocationParts, Limits, Output};
 use crate::human::args::{arguments, default_image_path};
 use crate::human::render::{self, Style};
+use crate::policy::{ActivePolicy, Policy};
 use crate::protocol::{Context, ToolError};
 use dot::Dot;
 use session::{Attached, Pick};
@@ -135,6 +136,10 @@ struct Terminal {
     attached: Arc<Mutex<Attached>>,
     defaults: Arc<Mutex<Target>>,
     printer: Printer,
+    /// The config file's policy (unless `--ignore-config`): Luau lines are `exec` calls
+    /// under it like any dot-command.
+    policy: Policy,
+    report: Arc<ActivePolicy>,
     follow: Option<tokio::task::JoinHandle<()>>,
     out: Style,
     err: Style,
@@ -149,8 +154,8 @@ enum Ran {
     Incomplete,
 }
 
-/// `studio-bridge terminal [--session ID] [--context …]`.
-pub async fn run(matches: &ArgMatches, options: BridgeOptions, limits: Limits) -> ExitCode {
+/// `studio-bridge terminal [--session ID] [--context …] [--ignore-config]`, under `policy`.
+pub async fn run(matches: &ArgMatches, options: BridgeOptions, limits: Limits, policy: Policy) -> ExitCode {
     let interactive = std::io::stdin().is_terminal();
     let running = match bridge::start(options).await {
         Ok(running) => running,
@@ -159,12 +164,18 @@ pub async fn run(matches: &ArgMatches, options: BridgeOptions, limits: Limits) -
             return ExitCode::FAILURE;
         }
     };
-    let code = attach_and_loop(matches, running.bridge.clone(), limits, interactive).await;
+    let code = attach_and_loop(matches, running.bridge.clone(), limits, policy, interactive).await;
     running.shutdown().await;
     code
 }
 
-async fn attach_and_loop(matches: &ArgMatches, bridge: Bridge, limits: Limits, interactive: bool) -> ExitCode {
+async fn attach_and_loop(
+    matches: &ArgMatches,
+    bridge: Bridge,
+    limits: Limits,
+    policy: Policy,
+    interactive: bool,
+) -> ExitCode {
     let sessions = match bridge.sessions(SESSIONS_TIMEOUT).await {
         Ok(sessions) => sessions,
         Err(error) => {
@@ -229,6 +240,8 @@ async fn attach_and_loop(matches: &ArgMatches, bridge: Bridge, limits: Limits, i
         attached: Arc::new(Mutex::new(Attached::new(chosen))),
         defaults: Arc::new(Mutex::new(Target::default())),
         printer,
+        report: Arc::new(policy.report()),
+        policy,
         follow: None,
         out: Style::stdout(),
         err: Style::stderr(),
@@ -336,13 +349,15 @@ impl Terminal {
         }
     }
 
-    /// Runs a command of the table, cancelling it (the plugin gets `cancel`) on Ctrl-C.
+    /// Runs a command of the table if the policy allows the call, cancelling it (the
+    /// plugin gets `cancel`) on Ctrl-C.
     async fn invoke(
         &self,
         command: &dyn DynCommand,
         args: Map<String, Json>,
         target: Target,
     ) -> Result<Output, ToolError> {
+        self.policy.check(command, &args)?;
         let cancel = CancellationToken::new();
         let parts = InvocationParts {
             bridge: self.bridge.clone(),
@@ -352,8 +367,7 @@ impl Terminal {
             },
             defaults: self.defaults.clone(),
             target,
-            // A person at the terminal is not under the agent policy (that belongs to `mcp`).
-            policy: None,
+            policy: Some(Arc::clone(&self.report)),
         };
         let call = command.invoke(args, parts, self.limits);
         tokio::pin!(call);
