@@ -372,3 +372,74 @@ async fn api_needs_no_studio_and_prints_a_class_enum_and_search() {
         json!([{"name": "Color", "type": "Color3", "from": "BasePart"}])
     );
 }
+
+/// What a game script could print to take over the terminal that shows it: a screen
+/// clear (CSI), an OSC 52 clipboard write ended by BEL, a title change, and a C1 CSI
+/// (U+009B) that some terminals act on like ESC [.
+const HOSTILE: &str = "x\u{1b}[2J\u{1b}]52;c;cHduZWQ=\u{7}\u{1b}]0;owned\u{7}\u{9b}31my";
+/// The same, as human output shows it.
+const SHOWN: &str = "x\\u{1b}[2J\\u{1b}]52;c;cHduZWQ=\\u{7}\\u{1b}]0;owned\\u{7}\\u{9b}31my";
+
+fn has_controls(text: &str) -> bool {
+    text.chars().any(|c| c.is_control() && c != '\n' && c != '\t')
+}
+
+#[tokio::test]
+async fn studio_text_reaches_the_terminal_with_its_controls_escaped() {
+    let port = free_port();
+    let port_text = port.to_string();
+    let log = value_map(vec![
+        ("seq", 1.into()),
+        ("level", "Print".into()),
+        ("body", HOSTILE.into()),
+        ("timestamp", Value::F64(1.7e12)),
+    ]);
+    let logs = value_map(vec![
+        ("entries", Value::Array(vec![log])),
+        ("total", 1.into()),
+        ("bufferCapacity", 10000.into()),
+        ("nextSince", 1.into()),
+    ]);
+    let exec = value_map(vec![
+        ("success", true.into()),
+        ("returns", Value::Array(vec![HOSTILE.into()])),
+        (
+            "logs",
+            Value::Array(vec![value_map(vec![
+                ("level", "Print".into()),
+                ("body", HOSTILE.into()),
+            ])]),
+        ),
+    ]);
+    let _plugin = FakePlugin::start(
+        port,
+        Identity::edit("A"),
+        handler(move |asked, args| match asked {
+            "logs" => Reply::Ok(logs.clone()),
+            "exec" => Reply::Ok(exec.clone()),
+            _ => studio_like()(asked, args),
+        }),
+    );
+
+    let output = run(&["logs", "--port", &port_text]).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    assert_eq!(stdout, format!("[Print] {SHOWN}\n"));
+    assert!(!has_controls(&stdout) && !has_controls(&text(&output.stderr)));
+
+    let output = run(&["exec", "--port", &port_text, "print(...)"]).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    // The print as it is (escaped); the return as a Luau literal (which escapes too).
+    assert!(stdout.starts_with(&format!("{SHOWN}\n")), "{stdout:?}");
+    assert!(
+        !has_controls(&stdout) && !has_controls(&text(&output.stderr)),
+        "{stdout:?}"
+    );
+    assert!(!stdout.contains('\u{1b}') && !stdout.contains('\u{9b}'), "{stdout:?}");
+
+    // `--json` is the MCP JSON, unchanged: the same text once decoded.
+    let output = run(&["logs", "--port", &port_text, "--json"]).await;
+    let printed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(printed["entries"][0]["body"], HOSTILE);
+}

@@ -6,15 +6,23 @@
 //! non-finite numbers, binary and Roblox values (plugin/src/Codec.luau). A typed value
 //! whose payload is not the expected shape is written as `T(<json>)`, never dropped.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use serde_json::{Map, Value as Json};
 
-/// One value as a Luau literal (on one line).
+use super::render::escape_controls;
+
+/// One value as a Luau literal (on one line). Control characters a string literal does
+/// not escape itself (C1, and any in a path or a type's name) are escaped as everywhere
+/// in human output ([`escape_controls`]).
 pub fn value(json: &Json) -> String {
     let mut out = String::new();
     write_value(&mut out, json);
-    out
+    match escape_controls(&out) {
+        Cow::Borrowed(_) => out,
+        Cow::Owned(escaped) => escaped,
+    }
 }
 
 /// Values separated by `, `, as Luau writes a list of returns.

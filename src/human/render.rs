@@ -2,7 +2,16 @@
 //! commands whose shape reads better another way have their own renderer, chosen by the
 //! command's name (`exec`, `sessions`, `query`, `logs`, `find`, `script_read`, `api`). A result of a shape a renderer
 //! does not know, and every other command, gets the generic indented `key: value` form.
+//!
+//! Everything here is text from Studio (a game's output, instance and place names), and a
+//! terminal acts on control characters: a game script could clear the screen, retitle the
+//! window or write the clipboard (OSC 52). So every string of a result goes through
+//! [`escape_controls`] on its way into human output, which writes each C0 control but tab
+//! and newline, DEL, and each C1 control visibly as a Rust-style escape: ESC is `\u{1b}`,
+//! BEL `\u{7}`, CSI (U+009B) `\u{9b}`. Only the colours added here are real escape
+//! sequences. `--json` output is the MCP JSON, unchanged (JSON escapes C0 itself).
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::io::IsTerminal as _;
 
@@ -60,6 +69,33 @@ impl Style {
     }
 }
 
+/// `text` as it may be written to a terminal: every control character but tab and
+/// newline (C0, DEL, C1) written as `\u{..}` with its code in lowercase hex. Text without
+/// any comes back as it is. Idempotent: what it writes has no control characters.
+pub fn escape_controls(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(must_escape) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if must_escape(c) {
+            let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+fn must_escape(c: char) -> bool {
+    c.is_control() && c != '\t' && c != '\n'
+}
+
+/// Short for [`escape_controls`], at every place a result's text is written.
+fn clean(text: &str) -> Cow<'_, str> {
+    escape_controls(text)
+}
+
 fn color_allowed() -> bool {
     std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty())
 }
@@ -87,7 +123,7 @@ pub fn render(command: &str, result: &Json, out: Style, err: Style) -> Rendered 
         Some(mut rendered) => {
             if result.get("truncated") == Some(&Json::Bool(true)) {
                 let hint = result.get("truncatedHint").and_then(Json::as_str).unwrap_or("");
-                let note = format!("note: the result was cut to fit. {hint}");
+                let note = format!("note: the result was cut to fit. {}", clean(hint));
                 let _ = writeln!(rendered.stderr, "{}", err.yellow(note.trim_end()));
             }
             rendered
@@ -106,7 +142,7 @@ pub fn failed(result: &Json) -> bool {
 
 /// One line of Studio's output log: `[Level] body`, coloured by level.
 pub fn log_line(level: &str, body: &str, style: Style) -> String {
-    let line = format!("[{level}] {body}");
+    let line = format!("[{}] {}", clean(level), clean(body));
     match level {
         "Warning" => style.yellow(&line),
         "Error" => style.red(&line),
@@ -122,7 +158,7 @@ pub fn event_line(data: &Json, style: Style) -> String {
         data.get("body").and_then(Json::as_str),
     ) {
         (Some(level), Some(body)) => log_line(level, body, style),
-        _ => data.to_string(),
+        _ => clean(&data.to_string()).into_owned(),
     }
 }
 
@@ -151,7 +187,7 @@ fn exec(result: &Json, out: Style, err: Style) -> Option<Rendered> {
             .get("error")
             .and_then(Json::as_str)
             .unwrap_or("the script failed");
-        let _ = writeln!(rendered.stderr, "{}", err.red(&format!("error: {message}")));
+        let _ = writeln!(rendered.stderr, "{}", err.red(&format!("error: {}", clean(message))));
     }
     Some(rendered)
 }
@@ -159,12 +195,13 @@ fn exec(result: &Json, out: Style, err: Style) -> Option<Rendered> {
 /// A line as Studio's Output window shows it: prints as they are, warnings and errors
 /// coloured (or, without colour, prefixed).
 fn output_window_line(level: &str, body: &str, style: Style) -> String {
+    let body = clean(body);
     match (level, style.color) {
-        ("Warning", true) => style.yellow(body),
+        ("Warning", true) => style.yellow(&body),
         ("Warning", false) => format!("warning: {body}"),
-        ("Error", true) => style.red(body),
+        ("Error", true) => style.red(&body),
         ("Error", false) => format!("error: {body}"),
-        _ => body.to_owned(),
+        _ => body.into_owned(),
     }
 }
 
@@ -178,11 +215,11 @@ fn sessions(result: &Json, out: Style) -> Option<Rendered> {
             stderr: String::new(),
         });
     }
-    let text = |session: &Json, key: &str| session.get(key).and_then(Json::as_str).unwrap_or("-").to_owned();
+    let text = |session: &Json, key: &str| clean(session.get(key).and_then(Json::as_str).unwrap_or("-")).into_owned();
     let mut rows = Vec::with_capacity(list.len());
     for session in list {
         rows.push(vec![
-            session.get("sessionId")?.as_str()?.to_owned(),
+            clean(session.get("sessionId")?.as_str()?).into_owned(),
             text(session, "context"),
             text(session, "state"),
             text(session, "status"),
@@ -268,8 +305,9 @@ fn query(result: &Json, out: Style) -> Option<Rendered> {
 /// `Name (ClassName)`, then its properties, attribute (`@Name = value`), tags and
 /// children, each indented two more spaces than the entry.
 fn write_instance(out: &mut String, entry: &Json, indent: usize, style: Style) -> Option<()> {
-    let name = entry.get("name")?.as_str()?;
-    let class = entry.get("className")?.as_str()?;
+    let raw_name = entry.get("name")?.as_str()?;
+    let raw_class = entry.get("className")?.as_str()?;
+    let (name, class) = (clean(raw_name), clean(raw_class));
     let child_count = entry.get("childCount").and_then(Json::as_u64).unwrap_or(0);
     let children = entry.get("children").and_then(Json::as_array);
     let mut header = format!("{:indent$}{name} ({class})", "");
@@ -281,23 +319,24 @@ fn write_instance(out: &mut String, entry: &Json, indent: usize, style: Style) -
     let object = |key: &str| entry.get(key).and_then(Json::as_object);
     for (key, value) in object("properties").into_iter().flat_map(Map::iter) {
         // The header already says these.
-        let redundant =
-            (key == "Name" && value.as_str() == Some(name)) || (key == "ClassName" && value.as_str() == Some(class));
+        let redundant = (key == "Name" && value.as_str() == Some(raw_name))
+            || (key == "ClassName" && value.as_str() == Some(raw_class));
         if !redundant {
-            let _ = writeln!(out, "{:inner$}{key} = {}", "", luau::value(value));
+            let _ = writeln!(out, "{:inner$}{} = {}", "", clean(key), luau::value(value));
         }
     }
     for (key, message) in object("propertyErrors").into_iter().flat_map(Map::iter) {
         let message = message.as_str().map_or_else(|| message.to_string(), str::to_owned);
         let _ = writeln!(
             out,
-            "{:inner$}{key} = {}",
+            "{:inner$}{} = {}",
             "",
-            style.red(&format!("(error: {message})"))
+            clean(key),
+            style.red(&format!("(error: {})", clean(&message)))
         );
     }
     for (key, value) in object("attributes").into_iter().flat_map(Map::iter) {
-        let _ = writeln!(out, "{:inner$}@{key} = {}", "", luau::value(value));
+        let _ = writeln!(out, "{:inner$}@{} = {}", "", clean(key), luau::value(value));
     }
     let tags: Vec<&str> = entry
         .get("tags")
@@ -305,7 +344,7 @@ fn write_instance(out: &mut String, entry: &Json, indent: usize, style: Style) -
         .map(|tags| tags.iter().filter_map(Json::as_str).collect())
         .unwrap_or_default();
     if !tags.is_empty() {
-        let _ = writeln!(out, "{:inner$}tags: {}", "", tags.join(", "));
+        let _ = writeln!(out, "{:inner$}tags: {}", "", clean(&tags.join(", ")));
     }
     if let Some(children) = children {
         for child in children {
@@ -348,7 +387,7 @@ fn logs(result: &Json, out: Style, err: Style) -> Option<Rendered> {
 fn find(result: &Json) -> Option<Rendered> {
     let mut rendered = Rendered::default();
     for found in result.get("matches")?.as_array()? {
-        let _ = writeln!(rendered.stdout, "{}", found.get("path")?.as_str()?);
+        let _ = writeln!(rendered.stdout, "{}", clean(found.get("path")?.as_str()?));
     }
     Some(rendered)
 }
@@ -364,10 +403,10 @@ fn script_read(result: &Json, out: Style) -> Option<Rendered> {
         let width = line_count.to_string().len().max(4);
         for (i, line) in lines.iter().enumerate() {
             let number = format!("{:>width$}", i + 1);
-            let _ = writeln!(rendered.stdout, "{}  {line}", out.dim(&number));
+            let _ = writeln!(rendered.stdout, "{}  {}", out.dim(&number), clean(line));
         }
     } else {
-        let _ = writeln!(rendered.stdout, "{source}");
+        let _ = writeln!(rendered.stdout, "{}", clean(source));
     }
     Some(rendered)
 }
@@ -378,7 +417,7 @@ fn script_read(result: &Json, out: Style) -> Option<Rendered> {
 /// and how it can be used); an enum as `Name = value` lines; a search one match a line.
 fn api(result: &Json, out: Style) -> Option<Rendered> {
     let mut rendered = Rendered::default();
-    let text = |v: &Json, key: &str| v.get(key).and_then(Json::as_str).unwrap_or("").to_owned();
+    let text = |v: &Json, key: &str| clean(v.get(key).and_then(Json::as_str).unwrap_or("")).into_owned();
     if let Some(properties) = result.get("properties").and_then(Json::as_array) {
         let mut chain = vec![text(result, "name")];
         for superclass in result
@@ -386,7 +425,7 @@ fn api(result: &Json, out: Style) -> Option<Rendered> {
             .and_then(Json::as_array)
             .map_or(&[][..], Vec::as_slice)
         {
-            chain.push(superclass.as_str()?.to_owned());
+            chain.push(clean(superclass.as_str()?).into_owned());
         }
         let tags: Vec<&str> = result
             .get("tags")
@@ -398,7 +437,7 @@ fn api(result: &Json, out: Style) -> Option<Rendered> {
         let tags = if tags.is_empty() {
             String::new()
         } else {
-            format!("  [{}]", tags.join(", "))
+            format!("  [{}]", clean(&tags.join(", ")))
         };
         let _ = writeln!(rendered.stdout, "{}{tags}", out.bold(&chain.join(" : ")));
         let name_width = properties.iter().map(|p| text(p, "name").len()).max().unwrap_or(0);
@@ -406,10 +445,10 @@ fn api(result: &Json, out: Style) -> Option<Rendered> {
         for property in properties {
             let mut notes = Vec::new();
             if let Some(from) = property.get("from").and_then(Json::as_str) {
-                notes.push(format!("from {from}"));
+                notes.push(format!("from {}", clean(from)));
             }
             if let Some(access) = property.get("access").and_then(Json::as_str) {
-                notes.push(access.to_owned());
+                notes.push(clean(access).into_owned());
             }
             if property.get("deprecated") == Some(&Json::Bool(true)) {
                 notes.push("deprecated".to_owned());
@@ -429,7 +468,8 @@ fn api(result: &Json, out: Style) -> Option<Rendered> {
             out.bold(&format!("Enum.{}", text(result, "name")))
         );
         for item in items {
-            let _ = writeln!(rendered.stdout, "  {} = {}", text(item, "name"), item.get("value")?);
+            let value = item.get("value")?.to_string();
+            let _ = writeln!(rendered.stdout, "  {} = {}", text(item, "name"), clean(&value));
         }
     } else {
         for found in result.get("matches")?.as_array()? {
@@ -478,7 +518,7 @@ fn write_value(out: &mut String, value: &Json, indent: usize) {
     match value {
         Json::Object(object) if !object.is_empty() => {
             for (key, item) in object {
-                let _ = write!(out, "{:indent$}{key}:", "");
+                let _ = write!(out, "{:indent$}{}:", "", clean(key));
                 write_nested(out, item, indent);
             }
         }
@@ -512,8 +552,8 @@ fn write_nested(out: &mut String, item: &Json, indent: usize) {
 
 fn scalar(value: &Json) -> String {
     match value {
-        Json::String(text) => text.clone(),
-        other => other.to_string(),
+        Json::String(text) => clean(text).into_owned(),
+        other => clean(&other.to_string()).into_owned(),
     }
 }
 
@@ -662,6 +702,120 @@ mod tests {
             plain("script_read", &read).stdout,
             "   1  local a = 1\n   2  return a\n"
         );
+    }
+
+    /// A game's output that would drive a terminal: ESC (a CSI clear, an OSC 52
+    /// clipboard write ended by BEL, a title change), CR, and a C1 CSI.
+    const HOSTILE: &str = "\u{1b}[2J\u{1b}]52;c;cHduZWQ=\u{7}\u{1b}]0;title\u{7}\r\u{9b}31m\u{7f}\u{0}";
+
+    #[test]
+    fn controls_are_escaped_visibly_but_tab_and_newline_kept() {
+        assert_eq!(
+            escape_controls(HOSTILE),
+            "\\u{1b}[2J\\u{1b}]52;c;cHduZWQ=\\u{7}\\u{1b}]0;title\\u{7}\\u{d}\\u{9b}31m\\u{7f}\\u{0}"
+        );
+        assert!(matches!(escape_controls("a\tb\nc é ✓"), Cow::Borrowed("a\tb\nc é ✓")));
+        let once = escape_controls(HOSTILE).into_owned();
+        assert_eq!(escape_controls(&once), once, "escaping twice changes nothing");
+    }
+
+    /// `value` with `HOSTILE` put into every string (and, with `keys`, every key).
+    fn hostile(value: &Json, keys: bool) -> Json {
+        match value {
+            Json::String(text) => Json::String(format!("{text}{HOSTILE}")),
+            Json::Array(items) => Json::Array(items.iter().map(|v| hostile(v, keys)).collect()),
+            Json::Object(object) => Json::Object(
+                object
+                    .iter()
+                    .map(|(k, v)| (if keys { format!("{k}{HOSTILE}") } else { k.clone() }, hostile(v, keys)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+
+    #[test]
+    fn no_renderer_writes_a_control_character_from_a_result() {
+        let results = [
+            (
+                "exec",
+                json!({"success": false, "error": "boom",
+                "returns": ["s", {"type": "Instance", "value": {"path": "game.Workspace.P", "className": "Part"}},
+                            {"type": "EnumItem", "value": {"enum": "Material", "name": "Wood", "value": 1}},
+                            {"type": "Odd", "value": "x"}, {"k": "v"}],
+                "logs": [{"level": "Print", "body": "a"}, {"level": "Warning", "body": "b"}, {"level": "Error", "body": "c"}]}),
+            ),
+            (
+                "sessions",
+                json!({"sessions": [{"sessionId": "A", "context": "edit", "state": "Edit",
+                "status": "connected", "placeName": "P", "uptimeMs": 1}]}),
+            ),
+            (
+                "query",
+                json!({"instance": {"name": "W", "className": "Workspace", "childCount": 2,
+                "properties": {"Name": "W", "Gravity": 1, "Text": "t"}, "propertyErrors": {"S": "no"},
+                "attributes": {"A": "a"}, "tags": ["T"],
+                "children": [{"name": "C", "className": "Part", "childCount": 0}]}}),
+            ),
+            (
+                "logs",
+                json!({"entries": [{"seq": 1, "level": "Print", "body": "a", "timestamp": 0}],
+                "missed": 0, "truncated": true, "truncatedHint": "h"}),
+            ),
+            ("find", json!({"matches": [{"path": "game.W.A", "className": "Part"}]})),
+            ("script_read", json!({"source": "a\nb\n", "lineCount": 2, "hash": "h"})),
+            ("script_read", json!({"source": "a\nb\n", "lineCount": 9, "hash": "h"})),
+            (
+                "api",
+                json!({"name": "Part", "superclasses": ["BasePart"], "tags": ["t"],
+                "properties": [{"name": "Size", "type": "Vector3", "from": "BasePart", "access": "rw"}]}),
+            ),
+            (
+                "api",
+                json!({"name": "Material", "items": [{"name": "Wood", "value": 1}]}),
+            ),
+            (
+                "api",
+                json!({"matches": [{"kind": "property", "name": "Size", "class": "Part"}]}),
+            ),
+            (
+                "state",
+                json!({"state": "Edit", "placeName": "P", "list": ["x", {"y": "z"}]}),
+            ),
+        ];
+        for (command, result) in &results {
+            for keys in [false, true] {
+                let result = hostile(result, keys);
+                let rendered = render(command, &result, PLAIN, PLAIN);
+                for text in [&rendered.stdout, &rendered.stderr] {
+                    assert!(
+                        !text.chars().any(must_escape),
+                        "{command} (keys: {keys}) wrote a control: {text:?}"
+                    );
+                }
+                assert!(
+                    rendered.stdout.contains("\\u{1b}]52;") || rendered.stderr.contains("\\u{1b}]52;"),
+                    "{command}: the text is shown, escaped: {rendered:?}"
+                );
+                // In colour the only escapes are the colours' own.
+                let coloured = render(command, &result, COLOR, COLOR);
+                for text in [&coloured.stdout, &coloured.stderr] {
+                    let without_colours = text
+                        .replace("\u{1b}[0m", "")
+                        .replace("\u{1b}[1m", "")
+                        .replace("\u{1b}[2m", "")
+                        .replace("\u{1b}[31m", "")
+                        .replace("\u{1b}[33m", "")
+                        .replace("\u{1b}[34m", "");
+                    assert!(!without_colours.chars().any(must_escape), "{command}: {text:?}");
+                }
+            }
+        }
+        let event = hostile(&json!({"seq": 1, "level": "Error", "body": "x"}), false);
+        assert!(!event_line(&event, PLAIN).chars().any(must_escape));
+        let odd_event = hostile(&json!({"seq": 1, "note": "\u{9b}"}), true);
+        assert!(!event_line(&odd_event, PLAIN).chars().any(must_escape));
+        assert_eq!(log_line("Print", "\u{1b}c", PLAIN), "[Print] \\u{1b}c");
     }
 
     #[test]

@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 use crate::bridge::{self, Bridge, BridgeOptions, CallHooks, SessionInfo, Target};
 use crate::commands::{self, DynCommand, InvocationParts, Limits, Output};
 use crate::human::args::{arguments, default_image_path};
-use crate::human::render::{self, Style};
+use crate::human::render::{self, Style, escape_controls};
 use crate::policy::{ActivePolicy, Policy};
 use crate::protocol::{Context, ToolError};
 use dot::Dot;
@@ -179,7 +179,7 @@ async fn attach_and_loop(
     let sessions = match bridge.sessions(SESSIONS_TIMEOUT).await {
         Ok(sessions) => sessions,
         Err(error) => {
-            eprintln!("error[{}]: {}", error.code, error.message);
+            eprintln!("error[{}]: {}", error.code, escape_controls(&error.message));
             return ExitCode::FAILURE;
         }
     };
@@ -250,7 +250,9 @@ async fn attach_and_loop(
     if interactive {
         eprintln!(
             "attached to {} [{}] (session {}); .help for commands, Ctrl-D to leave",
-            chosen.place_name, chosen.context, chosen.session_id
+            escape_controls(&chosen.place_name),
+            chosen.context,
+            escape_controls(&chosen.session_id)
         );
     }
     let watcher = tokio::spawn(watch(
@@ -286,7 +288,8 @@ async fn watch(bridge: Bridge, attached: Arc<Mutex<Attached>>, printer: Printer)
                     attached.present = false;
                     Some(format!(
                         "the {} session of {} went away (Studio closed or Play ended); the terminal re-attaches when it is back",
-                        attached.context, attached.place_name
+                        attached.context,
+                        escape_controls(&attached.place_name)
                     ))
                 }
                 (false, Some(session)) => {
@@ -294,7 +297,9 @@ async fn watch(bridge: Bridge, attached: Arc<Mutex<Attached>>, printer: Printer)
                     attached.place_name = session.place_name.clone();
                     Some(format!(
                         "re-attached to {} [{}] (session {})",
-                        session.place_name, session.context, session.session_id
+                        escape_controls(&session.place_name),
+                        session.context,
+                        escape_controls(&session.session_id)
                     ))
                 }
                 _ => None,
@@ -426,7 +431,12 @@ impl Terminal {
             }
             Err(error) => {
                 self.failed = true;
-                eprintln!("{}", self.err.red(&format!("error[{}]: {}", error.code, error.message)));
+                // A plugin's error message may carry Studio's text (a name, a script's error).
+                eprintln!(
+                    "{}",
+                    self.err
+                        .red(&format!("error[{}]: {}", error.code, escape_controls(&error.message)))
+                );
             }
         }
     }
@@ -523,7 +533,9 @@ impl Terminal {
         *self.attached.lock().unwrap_or_else(|p| p.into_inner()) = Attached::new(session);
         eprintln!(
             "attached to {} [{}] (session {}); globals start fresh",
-            session.place_name, session.context, session.session_id
+            escape_controls(&session.place_name),
+            session.context,
+            escape_controls(&session.session_id)
         );
         if self.follow.is_some() {
             self.set_follow(true).await;

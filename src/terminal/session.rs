@@ -2,6 +2,7 @@
 //! that names it, and noticing when it goes away and comes back.
 
 use crate::bridge::{SessionInfo, Target};
+use crate::human::render::escape_controls;
 use crate::protocol::Context;
 
 /// The attached session, as Studio instance and DataModel: a playtest that ends and starts
@@ -53,7 +54,8 @@ pub fn prompt(attached: &Attached, continuation: bool) -> String {
         attached.place_name.as_str()
     };
     let gone = if attached.present { "" } else { " (gone)" };
-    let main = format!("{place} [{}]{gone}> ", attached.context);
+    // A place's name is Studio's to choose: shown, never acted on by the terminal.
+    let main = format!("{} [{}]{gone}> ", escape_controls(place), attached.context);
     if continuation {
         let width = main.chars().count();
         format!("{}>> ", " ".repeat(width.saturating_sub(3)))
@@ -128,10 +130,10 @@ pub fn choice_lines(sessions: &[SessionInfo], indices: &[usize]) -> String {
         text.push_str(&format!(
             "  {}) {} [{}] {} (session {})\n",
             n + 1,
-            s.place_name,
+            escape_controls(&s.place_name),
             s.context,
-            s.state,
-            s.session_id
+            escape_controls(&s.state),
+            escape_controls(&s.session_id)
         ));
     }
     text
