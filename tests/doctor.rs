@@ -13,6 +13,7 @@ use serde_json::Value as Json;
 use support::fake_plugin::{FakePlugin, Identity, studio_like};
 use support::free_port;
 use support::mcp_client::binary;
+use support::squatter::{Ploy, Squatter};
 
 /// One machine's worth of studio-bridge state, under a fresh folder.
 struct Machine {
@@ -270,6 +271,7 @@ async fn a_running_host_and_a_paired_plugin_are_all_well_and_the_session_is_list
             "port",
             "token",
             "secret",
+            "host-proof",
             "plugins-folder",
             "plugin",
             "pairing",
@@ -308,9 +310,9 @@ async fn a_running_host_and_a_paired_plugin_are_all_well_and_the_session_is_list
     let human = machine.doctor(&["--plugin", dir.to_str().unwrap()]).await;
     assert_eq!(human.code, Some(0));
     let lines: Vec<&str> = human.stdout.lines().collect();
-    assert_eq!(lines.len(), 8, "one line per check and the verdict: {}", human.stdout);
-    assert!(lines[..7].iter().all(|l| l.starts_with("ok ")), "{}", human.stdout);
-    assert_eq!(lines[7], "all is well");
+    assert_eq!(lines.len(), 9, "one line per check and the verdict: {}", human.stdout);
+    assert!(lines[..8].iter().all(|l| l.starts_with("ok ")), "{}", human.stdout);
+    assert_eq!(lines[8], "all is well");
 }
 
 #[tokio::test]
@@ -448,4 +450,41 @@ async fn a_host_that_allows_unpaired_plugins_is_named_and_pairing_problems_becom
     assert!(pairing["fix"].as_str().unwrap().contains("install-plugin"), "{pairing}");
     assert_eq!(report["ok"], true, "{report}");
     assert_eq!(run.code, Some(0), "{}", run.stdout);
+}
+
+/// A process that holds the port and answers `/v1/health` as studio-bridge, but cannot
+/// prove it holds this user's pairing secret (PROTOCOL.md, "Pairing is mutual"): the plugin
+/// serves it nothing, and doctor says so with the way to find it.
+#[tokio::test]
+async fn a_port_held_by_an_unproven_process_is_a_problem_naming_how_to_find_it() {
+    let machine = Machine::new("squatter");
+    let dir = machine.plugins("plugins");
+    machine.install(&["--out", dir.to_str().unwrap()]).await;
+    for ploy in [Ploy::ForgedChallenge, Ploy::NoChallenge] {
+        let squatter = Squatter::start(machine.port, ploy).await;
+        let run = machine.doctor(&["--json", "--plugin", dir.to_str().unwrap()]).await;
+        assert_eq!(run.code, Some(1), "{ploy:?}: {}{}", run.stdout, run.stderr);
+        let report = run.json();
+        let proof = check(&report, "host-proof");
+        assert_eq!(proof["status"], "problem", "{ploy:?}: {report}");
+        let detail = proof["detail"].as_str().unwrap();
+        assert!(detail.contains("cannot prove it is this user's"), "{detail}");
+        assert!(
+            proof["fix"].as_str().unwrap().contains(&machine.port.to_string()),
+            "{proof}"
+        );
+        let secret = machine.secret().unwrap();
+        assert!(
+            !squatter
+                .seen
+                .lock()
+                .unwrap()
+                .frames
+                .iter()
+                .any(|f| f.windows(secret.len()).any(|w| w == secret.as_bytes())),
+            "doctor sent the secret"
+        );
+        drop(squatter);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

@@ -157,6 +157,9 @@ fn plugin_message() -> impl Strategy<Value = (Msgpack, Routed)> {
                         "actions",
                         Msgpack::Array(actions.iter().map(|a| a.as_str().into()).collect()),
                     ),
+                    // A nonce (base64 of 16 bytes) is decoded; a `pairing` (the secret,
+                    // sent by plugins before mutual pairing) is never read.
+                    ("nonce", "AAECAwQFBgcICQoLDA0ODw==".into()),
                     ("pairing", "secret".into()),
                 ]);
                 let hello = Hello {
@@ -170,7 +173,7 @@ fn plugin_message() -> impl Strategy<Value = (Msgpack, Routed)> {
                     game_id: 0,
                     state,
                     actions,
-                    pairing: Some(studio_bridge::protocol::messages::Secret("secret".into())),
+                    nonce: Some((0..16).collect()),
                 };
                 (wire, PluginMessage::Hello(hello))
             },

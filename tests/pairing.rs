@@ -1,5 +1,6 @@
-//! The paired plugin (issue #16): a host accepts only plugins carrying the secret
-//! `install-plugin` wrote into the installed model, unless `--allow-unpaired`; a carried
+//! The paired plugin (issues #16, #25): a host accepts only plugins that prove they hold
+//! the secret `install-plugin` wrote into the installed model (and proves itself to them
+//! first), unless `--allow-unpaired`; a carried
 //! playtest session is vouched for by the paired socket that carries it. The real plugin
 //! under Lune pairs in every test of tests/real_plugin.rs; here fake plugins play the
 //! installed plugin (with the secret read back out of a real install) and the stranger.
@@ -154,4 +155,44 @@ async fn a_carried_playtest_session_needs_no_secret_of_its_own() {
         .await;
     assert!(log.rejects.is_empty(), "{:?}", log.rejects);
     assert_eq!(session_ids(&mcp).await, ["A-edit", "A-server", "A-client"]);
+}
+
+/// Mutual pairing (PROTOCOL.md, "Pairing is mutual"): the host proves itself on the
+/// plugin's nonce before it asks anything, and a plugin that asks but cannot prove itself
+/// in turn is refused, whatever else it knows.
+#[tokio::test]
+async fn the_host_proves_itself_first_and_a_forged_plugin_proof_is_refused() {
+    let dir = config_dir("mutual");
+    let secret = secret_of(&install_plugin(&dir, &[]).await);
+    let port = free_port();
+    let mcp = Mcp::spawn_with_config_dir(port, &[], &dir).await;
+
+    let installed = FakePlugin::connect(port, paired("A", &secret), studio_like()).await;
+    assert_eq!(installed.log().challenges, [true], "the host's proof is right");
+
+    let forged = FakePlugin::start(
+        port,
+        Identity {
+            forged_auth: Some(vec![0; 32]),
+            ..paired("F", &secret)
+        },
+        studio_like(),
+    );
+    let (code, _, close) = refused(&forged).await;
+    assert_eq!((code.as_str(), close), ("unpaired", Some(4003)));
+    assert_eq!(forged.log().challenges, [true], "even a forger is proven to first");
+    assert_eq!(session_ids(&mcp).await, ["A-edit"]);
+}
+
+/// `--allow-unpaired` admits plugins that cannot prove themselves, but a paired plugin
+/// still gets the host's proof (it serves no host without one).
+#[tokio::test]
+async fn allow_unpaired_still_proves_itself_to_a_paired_plugin() {
+    let dir = config_dir("allow-proof");
+    let secret = secret_of(&install_plugin(&dir, &[]).await);
+    let port = free_port();
+    let mcp = Mcp::spawn_with_config_dir(port, &["--allow-unpaired"], &dir).await;
+    let installed = FakePlugin::connect(port, paired("A", &secret), studio_like()).await;
+    assert_eq!(installed.log().challenges, [true]);
+    assert_eq!(session_ids(&mcp).await, ["A-edit"]);
 }

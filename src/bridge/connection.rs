@@ -7,6 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, WebSocket};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use tokio::sync::mpsc;
@@ -14,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::budget;
 use super::events::{Admit, EventBudget};
-use super::pairing::Pairing;
+use super::pairing::{self, Pairing, Plan};
 use super::registry::{Link, Outbound, Registry};
 use super::turns::Turns;
 use super::{Progress, SessionEvent};
@@ -30,7 +32,8 @@ const MAX_UNANSWERED_PINGS: u32 = 2;
 
 const CLOSE_PROTOCOL: u16 = 4000;
 const CLOSE_TOO_LARGE: u16 = 1009;
-/// The plugin does not carry this user's pairing secret (PROTOCOL.md, Pairing).
+/// The plugin could not prove it holds this user's pairing secret (PROTOCOL.md, "Pairing
+/// is mutual").
 const CLOSE_UNPAIRED: u16 = 4003;
 
 /// Why a connection's read loop ended.
@@ -53,10 +56,10 @@ pub async fn serve_plugin(
 ) {
     let (mut sink, mut stream) = socket.split();
     let hello = read_hello(&mut stream, registry.max_message_bytes.min(budget::HELLO_BYTES)).await;
-    identified();
     let (hello, framing) = match hello {
         Ok(found) => found,
         Err((code, message)) => {
+            identified();
             tracing::warn!(%message, "plugin connection refused");
             let reject = code.map(|code| (code, message.as_str()));
             refuse(
@@ -71,15 +74,18 @@ pub async fn serve_plugin(
         }
     };
     if hello.protocol != PROTOCOL_VERSION {
+        identified();
         let message = mismatch_message(hello.protocol);
         tracing::warn!(session = %hello.session_id, "{message}");
         let reject = Some(("protocol_mismatch", message.as_str()));
         refuse(&mut sink, framing, reject, CLOSE_PROTOCOL, "protocol mismatch").await;
         return;
     }
-    // Only the socket's first hello is checked: the playtest sessions it carries later
+    // Only the socket's first hello is proven: the playtest sessions it carries later
     // (`Carried::open`) are vouched for by this paired connection.
-    if let Err(message) = pairing.check(hello.pairing.as_ref().map(|secret| secret.0.as_str())) {
+    let proven = handshake(&mut sink, &mut stream, framing, &hello, &pairing).await;
+    identified();
+    if let Err(message) = proven {
         tracing::warn!(session = %hello.session_id, "refused an unpaired plugin: {message}");
         refuse(
             &mut sink,
@@ -270,6 +276,51 @@ fn lost_error() -> ToolError {
     )
 }
 
+/// Mutual pairing (PROTOCOL.md, "Pairing is mutual"; `pairing.rs` says why): proves this
+/// host to a plugin that asked (its `hello` carried a nonce) and checks the plugin's
+/// `auth`, all before the session exists. `Err` carries the refusal the plugin is sent.
+async fn handshake(
+    sink: &mut SplitSink<WebSocket, Message>,
+    stream: &mut SplitStream<WebSocket>,
+    framing: Framing,
+    hello: &Hello,
+    pairing: &Pairing,
+) -> Result<(), String> {
+    let secret = match pairing.plan(hello.nonce.is_some()) {
+        Plan::Admit => return Ok(()),
+        Plan::Refuse(message) => return Err(message),
+        Plan::Challenge { secret } => secret,
+    };
+    let nonce = hello.nonce.as_deref().unwrap_or_default();
+    let host_nonce = pairing::nonce().map_err(|error| format!("studio-bridge could not pair: {error}"))?;
+    let proof = pairing::host_proof(&secret, nonce, &host_nonce);
+    let challenge = encode_frame(
+        &HostMessage::Challenge {
+            host_nonce: &BASE64.encode(host_nonce),
+            proof: &BASE64.encode(proof),
+        },
+        framing,
+    );
+    if sink.send(to_message(challenge)).await.is_err() {
+        return Err("closed before the pairing challenge".into());
+    }
+    let failed = || pairing.refuse_failed_auth().map_or(Ok(()), Err);
+    let answer = tokio::time::timeout(HELLO_TIMEOUT, stream.next()).await;
+    let message = match answer {
+        Ok(Some(Ok(message @ (Message::Binary(_) | Message::Text(_))))) => message,
+        // No answer in time, or the connection went: nothing to admit either way.
+        Err(_) => return Err("no pairing answer within 5 s".into()),
+        Ok(_) => return Err("closed during pairing".into()),
+    };
+    let parsed = PluginMessage::decode_routed(message.into_data(), framing, budget::HELLO_BYTES);
+    match parsed.map(|routed| routed.message) {
+        Ok(PluginMessage::Auth { proof }) if pairing::plugin_proof_matches(&secret, &host_nonce, nonce, &proof) => {
+            Ok(())
+        }
+        _ => failed(),
+    }
+}
+
 async fn read_hello(
     stream: &mut SplitStream<WebSocket>,
     limit: usize,
@@ -458,7 +509,11 @@ fn deliver(message: PluginMessage, link: &Link, session_id: &str, registry: &Reg
                 data,
             });
         }
-        PluginMessage::Hello(_) | PluginMessage::Bye | PluginMessage::Pong { .. } | PluginMessage::Unknown(_) => {}
+        PluginMessage::Hello(_)
+        | PluginMessage::Auth { .. }
+        | PluginMessage::Bye
+        | PluginMessage::Pong { .. }
+        | PluginMessage::Unknown(_) => {}
     }
 }
 

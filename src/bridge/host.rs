@@ -182,7 +182,7 @@ async fn health(State(state): State<AppState>) -> impl IntoResponse {
         "pid": std::process::id(),
         // Whether this host refuses plugins without the pairing secret (`doctor` says
         // so). Anyone who can reach the port can learn it by connecting anyway.
-        "pairing": if matches!(*state.pairing, Pairing::AllowUnpaired) { "off" } else { "required" },
+        "pairing": if state.pairing.allows_unpaired() { "off" } else { "required" },
     }))
 }
 

@@ -89,3 +89,98 @@ async fn health(port: u16) -> Owner {
         },
     }
 }
+
+/// Whether the process on the port proved it holds this user's pairing secret, as the
+/// plugin checks it (PROTOCOL.md, "Pairing is mutual"): what `doctor` reports, since a
+/// plugin serves nothing to a host that cannot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostProof {
+    /// It answered the nonce with the right proof.
+    Proven,
+    /// It could not prove itself: what it did instead.
+    Unproven(String),
+}
+
+/// Says `hello` with a fresh nonce on `/v1/plugin`, as a paired plugin does, checks the
+/// `challenge`, and closes before answering it (so no session is registered).
+pub async fn host_proof(port: u16, secret: &str) -> HostProof {
+    match tokio::time::timeout(Duration::from_secs(5), challenge(port, secret)).await {
+        Ok(proof) => proof,
+        Err(_) => HostProof::Unproven("it sent no pairing challenge within 5 s".into()),
+    }
+}
+
+async fn challenge(port: u16, secret: &str) -> HostProof {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::STANDARD as BASE64;
+    use futures_util::{SinkExt as _, StreamExt as _};
+    use tokio_tungstenite::tungstenite::Message;
+
+    use crate::protocol::messages::Framing;
+
+    let nonce = match super::pairing::nonce() {
+        Ok(nonce) => nonce,
+        Err(error) => return HostProof::Unproven(error.to_string()),
+    };
+    let url = format!("ws://127.0.0.1:{port}/v1/plugin");
+    let mut socket = match tokio_tungstenite::connect_async(url.as_str()).await {
+        Ok((socket, _)) => socket,
+        Err(error) => return HostProof::Unproven(format!("it refused a plugin connection ({error})")),
+    };
+    let hello = rmpv::Value::Map(
+        [
+            ("t", rmpv::Value::from("hello")),
+            ("protocol", PROTOCOL_VERSION.into()),
+            ("pluginVersion", "doctor".into()),
+            ("sessionId", format!("doctor-{}", std::process::id()).into()),
+            ("instanceId", "doctor".into()),
+            ("context", "edit".into()),
+            ("state", "Edit".into()),
+            ("actions", rmpv::Value::Array(Vec::new())),
+            ("nonce", BASE64.encode(nonce).into()),
+        ]
+        .into_iter()
+        .map(|(key, value)| (rmpv::Value::from(key), value))
+        .collect(),
+    );
+    let mut bytes = Vec::new();
+    if rmpv::encode::write_value(&mut bytes, &hello).is_err() || socket.send(Message::binary(bytes)).await.is_err() {
+        return HostProof::Unproven("it closed the connection before the hello".into());
+    }
+    let answer = loop {
+        match socket.next().await {
+            Some(Ok(Message::Binary(payload))) => break payload,
+            Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
+            Some(Ok(_)) | Some(Err(_)) | None => {
+                return HostProof::Unproven("it closed the connection instead of proving itself".into());
+            }
+        }
+    };
+    let _ = socket.close(None).await;
+    let message = crate::protocol::messages::decode_frame(&answer, Framing::Binary, 1 << 20);
+    let fields = match message {
+        Ok(rmpv::Value::Map(fields)) => fields,
+        _ => return HostProof::Unproven("it answered with something that is not a protocol message".into()),
+    };
+    let take = |key: &str| {
+        fields
+            .iter()
+            .find(|(k, _)| k.as_str() == Some(key))
+            .and_then(|(_, value)| value.as_str().map(str::to_owned))
+    };
+    let kind = take("t").unwrap_or_default();
+    if kind != "challenge" {
+        let code = take("code").map(|code| format!(" `{code}`")).unwrap_or_default();
+        return HostProof::Unproven(format!(
+            "it answered a paired hello with `{kind}`{code}, not a challenge"
+        ));
+    }
+    let decoded = |text: Option<String>| text.and_then(|text| BASE64.decode(text).ok()).unwrap_or_default();
+    let host_nonce = decoded(take("hostNonce"));
+    let proof = decoded(take("proof"));
+    if super::pairing::host_proof_matches(secret, &nonce, &host_nonce, &proof) {
+        HostProof::Proven
+    } else {
+        HostProof::Unproven("its proof is wrong: it does not hold this user's pairing secret".into())
+    }
+}

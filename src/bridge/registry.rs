@@ -672,7 +672,7 @@ mod tests {
             game_id: 0,
             state: "Edit".into(),
             actions: vec![],
-            pairing: None,
+            nonce: None,
         }
     }
 

@@ -3,7 +3,8 @@
 //!
 //! It checks, in order: who owns the bridge port (a studio-bridge host, with its version
 //! and pid from `/v1/health`; another program; nobody), the peer token file, the plugin
-//! pairing secret (where it lives and its permissions, never its value), Studio's plugins
+//! pairing secret (where it lives and its permissions, never its value), whether the host
+//! proves it holds that secret as the plugin requires (a port squatter cannot), Studio's plugins
 //! folder, the installed plugin (whether it is this binary's plugin and carries the
 //! current secret), and, when a host runs, the sessions connected to it (joined as a
 //! peer, as `studio-bridge sessions` does). Each check is ok, warn (worth knowing, nothing
@@ -140,6 +141,9 @@ pub async fn diagnose(options: &HostOptions, plugin_out: Option<&Path>) -> Repor
         secret_check(secret_path.as_deref(), secret.as_ref()),
         pairing_off,
     ));
+    if let (Owner::Bridge { .. }, Some(FileState::Private(secret))) = (&owner, secret.as_ref()) {
+        checks.push(proof_check(port, probe::host_proof(port, secret).await));
+    }
 
     let install = install_command(plugin_out);
     let file = match plugin_out {
@@ -340,6 +344,31 @@ fn port_check(port: u16, owner: &Owner) -> Check {
             "port",
             format!(
                 "nothing listens on {addr}: no studio-bridge host is running (your agent's `studio-bridge mcp`, or `studio-bridge serve`, hosts it)"
+            ),
+        ),
+    }
+}
+
+/// Whether the host on the port proved it holds this user's pairing secret, as the plugin
+/// requires before it serves anything (PROTOCOL.md, "Pairing is mutual").
+fn proof_check(port: u16, proof: probe::HostProof) -> Check {
+    match proof {
+        probe::HostProof::Proven => Check::ok(
+            "host-proof",
+            "the host proved it holds this user's pairing secret (the plugin will serve it)".into(),
+        ),
+        probe::HostProof::Unproven(what) => Check::problem(
+            "host-proof",
+            format!(
+                "127.0.0.1:{port} is held by a process that says it is studio-bridge but cannot prove it is this user's ({what}): the plugin serves it nothing. It may be another user's studio-bridge, a port forwarded from a container or WSL, or a program posing as one"
+            ),
+            format!(
+                "stop the process listening on port {port} (find it with `{}`), or run your studio-bridge on another port (--port or STUDIO_BRIDGE_PORT, and the plugin's port setting)",
+                if cfg!(windows) {
+                    format!("netstat -ano | findstr :{port}")
+                } else {
+                    format!("lsof -nP -iTCP:{port} -sTCP:LISTEN")
+                }
             ),
         ),
     }

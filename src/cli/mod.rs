@@ -45,7 +45,7 @@ impl HostOptions {
             max_message_bytes: self.max_message_mib * 1024 * 1024,
             mode,
             pairing: if self.allow_unpaired {
-                Pairing::AllowUnpaired
+                Pairing::allow_unpaired()
             } else {
                 Pairing::required()
             },

@@ -48,6 +48,9 @@ pub enum FrameError {
     TooDeep,
 }
 
+/// The length of each side's pairing nonce, in bytes (PROTOCOL.md, "Pairing is mutual").
+pub const NONCE_BYTES: usize = 16;
+
 /// The first message of every plugin connection.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hello {
@@ -61,19 +64,11 @@ pub struct Hello {
     pub game_id: i64,
     pub state: String,
     pub actions: Vec<String>,
-    /// The pairing secret the installed plugin carries (absent from a plugin built
-    /// without one, and from a carried playtest session's hello).
-    pub pairing: Option<Secret>,
-}
-
-/// A secret that never shows in `Debug` output (and so in no log line).
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(pub String);
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Secret(..)")
-    }
+    /// The plugin's nonce (PROTOCOL.md, "Pairing is mutual"): a paired plugin asks the
+    /// host to prove itself for it. Absent from a plugin built without a secret, and from
+    /// a carried playtest session's hello. A `pairing` field (the secret itself, sent by
+    /// plugins before mutual pairing) is never read.
+    pub nonce: Option<Vec<u8>>,
 }
 
 /// The error half of a plugin `response`.
@@ -107,6 +102,11 @@ pub enum PluginMessage {
     /// A multiplexed session's DataModel closed (the playtest ended): it is gone for
     /// good, not reconnecting.
     Bye,
+    /// The plugin's answer to a `challenge` (PROTOCOL.md, "Pairing is mutual"): its proof,
+    /// decoded from base64 (empty when it was not base64).
+    Auth {
+        proof: Vec<u8>,
+    },
     /// A message type this host does not know; ignored (logged at debug).
     Unknown(String),
 }
@@ -236,6 +236,13 @@ impl PluginMessage {
         match kind.as_str() {
             "hello" => parse_hello(fields).map(PluginMessage::Hello),
             "bye" => Ok(PluginMessage::Bye),
+            "auth" => Ok(PluginMessage::Auth {
+                proof: fields
+                    .take("proof")
+                    .and_then(into_string)
+                    .and_then(|text| BASE64.decode(text).ok())
+                    .unwrap_or_default(),
+            }),
             "response" => {
                 let id = fields.uint("response", "id")?;
                 let ok = matches!(fields.take("ok"), Some(Msgpack::Boolean(true)));
@@ -314,8 +321,19 @@ fn parse_hello(fields: &mut Fields) -> Result<Hello, FrameError> {
             field: "sessionId",
         });
     }
-    // A pairing that is not a string is no pairing: the host refuses it as `unpaired`.
-    let pairing = fields.take("pairing").and_then(into_string).map(Secret);
+    // A nonce that is not base64 of 16 bytes asks for nothing the host can answer.
+    let nonce = match fields.take("nonce") {
+        None | Some(Msgpack::Nil) => None,
+        Some(value) => Some(
+            into_string(value)
+                .and_then(|text| BASE64.decode(text).ok())
+                .filter(|bytes| bytes.len() == NONCE_BYTES)
+                .ok_or(FrameError::BadField {
+                    kind: K,
+                    field: "nonce",
+                })?,
+        ),
+    };
     Ok(Hello {
         protocol,
         plugin_version,
@@ -327,7 +345,7 @@ fn parse_hello(fields: &mut Fields) -> Result<Hello, FrameError> {
         game_id,
         state,
         actions,
-        pairing,
+        nonce,
     })
 }
 
@@ -411,6 +429,12 @@ pub(crate) fn as_f64(value: &Msgpack) -> Option<f64> {
 #[derive(Debug, Serialize)]
 #[serde(tag = "t", rename_all = "camelCase", rename_all_fields = "camelCase")]
 pub enum HostMessage<'a> {
+    /// The host proves itself to a paired plugin (PROTOCOL.md, "Pairing is mutual"); both
+    /// fields are base64.
+    Challenge {
+        host_nonce: &'a str,
+        proof: &'a str,
+    },
     Welcome {
         protocol: u64,
         server_version: &'a str,

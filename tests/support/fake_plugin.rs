@@ -11,6 +11,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use futures_util::{SinkExt, StreamExt};
 use rmpv::Value;
+use studio_bridge::bridge::pairing;
 use tokio::sync::{Notify, mpsc};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
@@ -31,8 +32,12 @@ pub struct Identity {
     pub place_name: String,
     pub framing: Framing,
     pub protocol: u64,
-    /// The pairing secret its `hello` carries (none: a stranger, or a carried session).
+    /// The pairing secret it holds, to check the host's proof and prove itself
+    /// (PROTOCOL.md, "Pairing is mutual"); none: a stranger, or a carried session.
     pub pairing: Option<String>,
+    /// Answer a `challenge` with this proof instead of the right one (a plugin that
+    /// cannot prove itself but asks the host to).
+    pub forged_auth: Option<Vec<u8>>,
 }
 
 impl Identity {
@@ -46,6 +51,7 @@ impl Identity {
             framing: Framing::Base64Text,
             protocol: 1,
             pairing: None,
+            forged_auth: None,
         }
     }
 
@@ -123,6 +129,8 @@ pub struct Log {
     /// `welcome`s for the sessions this socket carries, by sessionId, in order.
     pub carried_welcomes: Vec<String>,
     pub rejects: Vec<(String, String)>,
+    /// Each `challenge` received, and whether its host proof was right.
+    pub challenges: Vec<bool>,
     pub pings: usize,
     pub closes: Vec<Option<u16>>,
     /// Responses sent.
@@ -274,7 +282,7 @@ impl FakePlugin {
     /// Carries one more session over this plugin's socket, as the edit plugin carries a
     /// playtest's server and clients: says its `hello` now and after every reconnect.
     pub fn carry(&self, identity: Identity) {
-        let message = encode(&hello(&identity), self.shared.identity.framing);
+        let message = encode(&hello(&identity, None), self.shared.identity.framing);
         self.shared.carried.lock().unwrap().push(identity);
         if let Some(sender) = self.shared.current.lock().unwrap().clone() {
             let _ = sender.send(Control::Send(message));
@@ -333,10 +341,11 @@ fn decode(message: &Message) -> Option<Value> {
     rmpv::decode::read_value(&mut &bytes[..]).ok()
 }
 
-fn hello(identity: &Identity) -> Value {
+/// The identity's hello; a paired one carries `nonce` (base64), for the host to prove on.
+fn hello(identity: &Identity, nonce: Option<&[u8]>) -> Value {
     let mut hello = hello_fields(identity);
-    if let (Value::Map(fields), Some(secret)) = (&mut hello, &identity.pairing) {
-        fields.push(("pairing".into(), secret.as_str().into()));
+    if let (Value::Map(fields), Some(nonce)) = (&mut hello, nonce) {
+        fields.push(("nonce".into(), BASE64.encode(nonce).into()));
     }
     hello
 }
@@ -410,7 +419,19 @@ async fn serve(
 ) -> Option<Duration> {
     let framing = shared.identity.framing;
     let (mut sink, mut stream) = socket.split();
-    if sink.send(encode(&hello(&shared.identity), framing)).await.is_err() {
+    let nonce = shared
+        .identity
+        .pairing
+        .as_ref()
+        .map(|_| studio_bridge::bridge::pairing::nonce().expect("OS randomness"));
+    if sink
+        .send(encode(
+            &hello(&shared.identity, nonce.as_ref().map(|n| &n[..])),
+            framing,
+        ))
+        .await
+        .is_err()
+    {
         return Some(Duration::from_millis(50));
     }
     let (control_tx, mut control) = mpsc::unbounded_channel::<Control>();
@@ -476,8 +497,22 @@ async fn serve(
                         note(shared, |log| log.welcomes += 1);
                         let carried = shared.carried.lock().unwrap().clone();
                         for identity in carried {
-                            let _ = control_tx.send(Control::Send(encode(&hello(&identity), framing)));
+                            let _ = control_tx.send(Control::Send(encode(&hello(&identity, None), framing)));
                         }
+                    }
+                    Some("challenge") => {
+                        let (Some(secret), Some(nonce)) = (&shared.identity.pairing, &nonce) else { continue };
+                        let bytes = |key: &str| BASE64.decode(value[key].as_str().unwrap_or_default()).unwrap_or_default();
+                        let host_nonce = bytes("hostNonce");
+                        let proven = pairing::host_proof_matches(secret, nonce, &host_nonce, &bytes("proof"));
+                        note(shared, |log| log.challenges.push(proven));
+                        let proof = shared
+                            .identity
+                            .forged_auth
+                            .clone()
+                            .unwrap_or_else(|| pairing::plugin_proof(secret, &host_nonce, nonce));
+                        let auth = map(vec![("t", "auth".into()), ("proof", BASE64.encode(proof).into())]);
+                        let _ = control_tx.send(Control::Send(encode(&auth, framing)));
                     }
                     Some("reject") => {
                         let code = value["code"].as_str().unwrap_or_default().to_owned();

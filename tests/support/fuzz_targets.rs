@@ -502,7 +502,7 @@ fn hostless() -> &'static Hostless {
                 port: 0,
                 max_message_bytes: FRAME_LIMIT,
                 mode: Mode::HostOnly,
-                pairing: bridge::pairing::Pairing::AllowUnpaired,
+                pairing: bridge::pairing::Pairing::allow_unpaired(),
             }))
             .expect("a bridge host on an ephemeral port");
         // Past the startup grace, an absent Studio is an immediate `no_sessions`.

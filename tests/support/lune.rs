@@ -71,18 +71,29 @@ impl HeadlessStudio {
             .arg(rbxm)
             .args(extra)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .expect("start lune");
         let stdout = child.stdout.take().expect("piped stdout");
         let (sender, lines) = mpsc::unbounded_channel();
+        let warnings = sender.clone();
         tokio::spawn(async move {
             let mut reader = BufReader::new(stdout).lines();
             while let Ok(Some(line)) = reader.next_line().await {
                 if sender.send(line).is_err() {
                     break;
                 }
+            }
+        });
+        // Studio's warnings and errors (the harness writes them to stderr): shown as
+        // before, and readable as lines too (a plugin's one-time warnings are outcomes).
+        let stderr = child.stderr.take().expect("piped stderr");
+        tokio::spawn(async move {
+            let mut reader = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = reader.next_line().await {
+                eprintln!("{line}");
+                let _ = warnings.send(line);
             }
         });
         HeadlessStudio {

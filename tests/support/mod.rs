@@ -6,6 +6,7 @@ pub mod fake_plugin;
 pub mod lune;
 pub mod mcp_client;
 pub mod raw_peer;
+pub mod squatter;
 
 use std::time::{Duration, Instant};
 

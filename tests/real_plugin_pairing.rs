@@ -1,0 +1,92 @@
+//! Mutual pairing with the real plugin under Lune (PROTOCOL.md, "Pairing is mutual"): the
+//! installed plugin pairs with the real host, and a process that holds the port first
+//! without the user's secret gets neither the secret nor any work done; `doctor` names it.
+
+mod support;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::json;
+use support::free_port;
+use support::lune::HeadlessStudio;
+use support::mcp_client::{Mcp, install_plugin, paired_config_dir};
+use support::squatter::{Ploy, Squatter};
+
+/// The plugin installed with the binary itself, paired with [`paired_config_dir`]'s secret.
+async fn installed_plugin() -> (PathBuf, String) {
+    let file = install_plugin(&paired_config_dir(), &[]).await;
+    let secret = std::fs::read_to_string(paired_config_dir().join("plugin-secret")).unwrap();
+    (file, secret.trim().to_owned())
+}
+
+/// The real plugin against a squatter playing `ploy`: it warns once naming `doctor`,
+/// sends no secret, no proof and no response, and runs nothing.
+async fn squatter_gets_nothing(ploy: Ploy) {
+    let (rbxm, secret) = installed_plugin().await;
+    let port = free_port();
+    let squatter = Squatter::start(port, ploy).await;
+    let mut studio = HeadlessStudio::start(port, &rbxm, "edit");
+    let warning = studio
+        .wait_for_line("studio-bridge doctor", Duration::from_secs(30))
+        .await;
+    assert!(
+        warning.contains("could not prove it is your studio-bridge"),
+        "{warning}"
+    );
+    // Long enough for a reply to the request, had the plugin run it.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let seen = squatter.seen.lock().unwrap();
+    assert_eq!(seen.kinds()[0], "hello", "{:?}", seen.kinds());
+    assert!(
+        seen.kinds().iter().all(|kind| kind == "hello"),
+        "the plugin sent the squatter more than hellos: {:?}",
+        seen.kinds()
+    );
+    assert_eq!(seen.connections, 1, "no retry within the 30 s pause");
+    for frame in &seen.frames {
+        assert!(
+            !frame.windows(secret.len()).any(|w| w == secret.as_bytes()),
+            "the secret crossed the wire"
+        );
+    }
+    let lines = studio.lines_so_far().join("\n");
+    // The plugin's own note on a welcome it accepts (the harness also notes every welcome
+    // frame it sees go by, accepted or not).
+    assert!(
+        !lines.contains("connected to studio-bridge"),
+        "the plugin took the squatter's welcome:\n{lines}"
+    );
+    assert_eq!(
+        lines.matches("studio-bridge doctor").count(),
+        1,
+        "one warning:\n{lines}"
+    );
+}
+
+#[tokio::test]
+async fn a_squatter_with_a_forged_proof_gets_no_secret_and_no_exec() {
+    squatter_gets_nothing(Ploy::ForgedChallenge).await;
+}
+
+#[tokio::test]
+async fn a_squatter_that_skips_the_challenge_gets_no_secret_and_no_exec() {
+    squatter_gets_nothing(Ploy::NoChallenge).await;
+}
+
+#[tokio::test]
+async fn the_real_host_proves_itself_and_the_plugin_serves_it() {
+    let (rbxm, _) = installed_plugin().await;
+    let port = free_port();
+    let mcp = Mcp::spawn_paired(port, &[]).await;
+    let mut studio = HeadlessStudio::start(port, &rbxm, "edit");
+    studio
+        .wait_for_line("[harness] connected context=edit", Duration::from_secs(30))
+        .await;
+    let result = mcp
+        .ok("studio_exec", json!({"script": "return 1 + 1", "context": "edit"}))
+        .await;
+    assert_eq!(result["returns"], json!([2]));
+    let lines = studio.lines_so_far().join("\n");
+    assert!(!lines.contains("studio-bridge doctor"), "no pairing warning:\n{lines}");
+}
