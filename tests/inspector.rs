@@ -3,7 +3,7 @@
 //! and checks every result against its tool's `outputSchema`, as strict clients do.
 //! `.ci/run` installs it from npm, with the Node 22 it needs, into
 //! `$STUDIO_BRIDGE_TOOLS/npm` (default `~/.cache/studio-bridge-tools/npm`); without it
-//! this test skips.
+//! this test fails, unless `STUDIO_BRIDGE_ALLOW_SKIP=1` (TESTING.md).
 
 mod support;
 
@@ -176,7 +176,7 @@ fn text_of(result: &Json) -> &str {
 #[tokio::test]
 async fn the_mcp_inspector_accepts_our_tools_and_results() {
     let Some(inspector) = Inspector::locate() else {
-        eprintln!("skipping: the MCP Inspector is not installed (run .ci/run, which installs it from npm)");
+        support::missing_tool("the MCP Inspector is not installed (.ci/run installs it and Node 22 from npm)");
         return;
     };
 

@@ -224,7 +224,7 @@ impl Tty {
     fn spawn(port: u16, history_dir: &std::path::Path) -> Option<Tty> {
         // What posix_openpt does on Linux; rexpect would fail the same way further in.
         if let Err(error) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/ptmx") {
-            eprintln!("SKIPPED: no pseudo-terminal can be opened here (/dev/ptmx: {error})");
+            support::missing_tool(&format!("no pseudo-terminal can be opened here (/dev/ptmx: {error})"));
             return None;
         }
         let mut command = std::process::Command::new(binary());
