@@ -1,5 +1,10 @@
 //! `undo`: reverts Studio's last change history steps (every write of this bridge is one
 //! step); nothing to undo is `done: 0`, not an error. `redo` shares its arguments and result.
+//!
+//! `expect` (a waypoint name such as `studio-bridge: create`) keeps a person's own edit from
+//! being stepped by surprise: the plugin takes each step only while the top of the history
+//! carries that name. A first step named otherwise is refused with `conflict` naming both,
+//! nothing stepped; a later one stops the walk there (`stoppedAt`).
 
 use std::time::Duration;
 
@@ -17,6 +22,9 @@ pub struct StepsArgs {
     #[serde(default = "one")]
     #[schemars(range(min = 1, max = 100))]
     pub steps: u32,
+    /// Step only a waypoint of this name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<String>,
 }
 
 fn one() -> u32 {
@@ -31,16 +39,24 @@ pub struct StepsResult {
     /// The name of the last step taken.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waypoint: Option<String>,
+    /// The step left in place because it is not named `expect`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_at: Option<String>,
     pub can_undo: bool,
     pub can_redo: bool,
 }
 
-/// `steps` within bounds, for undo and redo.
+/// `steps` within bounds and `expect` a name, for undo and redo.
 pub(super) fn check_steps(args: &StepsArgs) -> Result<(), ToolError> {
     if !(1..=MAX_STEPS).contains(&args.steps) {
         return Err(ToolError::invalid_args(format!(
             "`steps` must be between 1 and {MAX_STEPS}."
         )));
+    }
+    if args.expect.as_deref().is_some_and(|e| e.trim().is_empty()) {
+        return Err(ToolError::invalid_args(
+            "`expect` is empty: pass a waypoint name such as \"studio-bridge: create\", or leave it out.",
+        ));
     }
     Ok(())
 }
@@ -68,5 +84,56 @@ impl Command for Undo {
     async fn run(args: StepsArgs, cx: &Invocation) -> Result<Output, ToolError> {
         check_steps(&args)?;
         cx.forward(&Self::SPEC, &args).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commands::schema;
+
+    fn args(json: serde_json::Value) -> Result<StepsArgs, serde_json::Error> {
+        serde_json::from_value(json)
+    }
+
+    #[test]
+    fn expect_is_an_optional_waypoint_name_sent_to_the_plugin_as_given() {
+        let with = args(serde_json::json!({"steps": 2, "expect": "studio-bridge: create"})).unwrap();
+        assert!(check_steps(&with).is_ok());
+        assert_eq!(
+            serde_json::to_value(&with).unwrap(),
+            serde_json::json!({"steps": 2, "expect": "studio-bridge: create"})
+        );
+        let without = args(serde_json::json!({})).unwrap();
+        assert!(check_steps(&without).is_ok());
+        assert_eq!(serde_json::to_value(&without).unwrap(), serde_json::json!({"steps": 1}));
+        let empty = args(serde_json::json!({"expect": " "})).unwrap();
+        let err = check_steps(&empty).unwrap_err();
+        assert!(err.message.contains("`expect`"), "{}", err.message);
+        assert!(args(serde_json::json!({"expect": 3})).is_err(), "a name is a string");
+        assert!(
+            args(serde_json::json!({"expected": "x"})).is_err(),
+            "unknown fields are refused"
+        );
+    }
+
+    #[test]
+    fn the_input_schema_offers_expect_and_the_result_names_where_it_stopped() {
+        let input = serde_json::Value::Object(schema::schema_for::<StepsArgs>());
+        assert_eq!(input["properties"]["expect"]["type"], "string", "{input}");
+        assert!(
+            !input["required"]
+                .as_array()
+                .is_some_and(|r| r.contains(&serde_json::json!("expect"))),
+            "expect is optional: {input}"
+        );
+        let result: StepsResult = serde_json::from_value(serde_json::json!({
+            "done": 1, "waypoint": "studio-bridge: create", "stoppedAt": "Move",
+            "canUndo": true, "canRedo": true
+        }))
+        .unwrap();
+        assert_eq!(result.stopped_at.as_deref(), Some("Move"));
+        let output = serde_json::Value::Object(schema::schema_for::<StepsResult>());
+        assert_eq!(output["properties"]["stoppedAt"]["type"], "string", "{output}");
     }
 }

@@ -66,7 +66,7 @@ impl Command for Update {
     type Result = UpdateResult;
     const SPEC: Spec = Spec {
         name: "update",
-        description: "Change existing instances, all or nothing, in one undo step.",
+        description: "Change existing instances (not script source), all or nothing, in one undo step.",
         needs_session: true,
         default_context: Context::Edit,
         timeout: Duration::from_secs(10),
@@ -131,6 +131,16 @@ fn no_such_property(message: &str) -> Option<(&str, &str)> {
     (!class_name.is_empty() && !property.is_empty()).then_some((class_name, property))
 }
 
+/// Scripts are written only by `script_edit` (through the Script Editor, hash-checked) and by
+/// `create`'s `source` for a new script: `properties.Source` is refused here and, in the same
+/// words, by the plugin (Actions/Update.luau), with nothing written.
+fn source_refused(i: usize, key: &str, path: &str) -> ToolError {
+    ToolError::invalid_args(format!(
+        "`items[{i}].properties.{key}` (item {n}): a script's source is written only by studio_script_edit (through the Script Editor, hash-checked, one undo step) or, for a new script, by studio_create's `source`. Use studio_script_edit with path {path}. Nothing was changed.",
+        n = i + 1
+    ))
+}
+
 /// What needs no Studio to refuse: errors name the item (1-based) like the plugin's.
 fn validate(args: &UpdateArgs) -> Result<(), ToolError> {
     if args.items.is_empty() {
@@ -140,6 +150,14 @@ fn validate(args: &UpdateArgs) -> Result<(), ToolError> {
     }
     for (i, item) in args.items.iter().enumerate() {
         let n = i + 1;
+        if let Some(key) = item
+            .properties
+            .iter()
+            .flat_map(|p| p.keys())
+            .find(|k| k.eq_ignore_ascii_case("Source"))
+        {
+            return Err(source_refused(i, key, &item.path));
+        }
         if item.path.trim().is_empty() {
             return Err(ToolError::invalid_args(format!(
                 "item {n}: path: is empty; pass the instance's path, e.g. Workspace.Part."
@@ -179,6 +197,43 @@ mod tests {
         assert_eq!(sent["items"][0]["attributes"], serde_json::json!({ "X": null }));
         let err = validate(&args).unwrap_err();
         assert!(err.message.starts_with("item 2: parent:"), "{}", err.message);
+    }
+
+    #[test]
+    fn source_is_refused_naming_the_item_and_script_edit() {
+        let args: UpdateArgs = serde_json::from_value(serde_json::json!({
+            "items": [
+                { "path": "Workspace.A", "properties": { "Anchored": true } },
+                { "path": "ServerScriptService.Main", "properties": { "Disabled": true, "Source": "print(1)" } }
+            ]
+        }))
+        .unwrap();
+        let err = validate(&args).unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidArgs);
+        assert!(
+            err.message.starts_with("`items[1].properties.Source` (item 2): "),
+            "{}",
+            err.message
+        );
+        assert!(err.message.contains("studio_script_edit"), "{}", err.message);
+        assert!(err.message.contains("ServerScriptService.Main"), "{}", err.message);
+        // any spelling of the name: the plugin would take none of them
+        let lower: UpdateArgs = serde_json::from_value(serde_json::json!({
+            "items": [{ "path": "ServerScriptService.Main", "properties": { "source": "" } }]
+        }))
+        .unwrap();
+        let err = validate(&lower).unwrap_err();
+        assert!(
+            err.message.starts_with("`items[0].properties.source`"),
+            "{}",
+            err.message
+        );
+        // other properties of a script pass
+        let other: UpdateArgs = serde_json::from_value(serde_json::json!({
+            "items": [{ "path": "ServerScriptService.Main", "properties": { "Disabled": true } }]
+        }))
+        .unwrap();
+        assert!(validate(&other).is_ok());
     }
 
     #[test]
