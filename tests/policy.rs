@@ -330,3 +330,25 @@ async fn the_config_file_binds_the_terminal_and_ignore_config_gets_through() {
     assert!(output.status.success(), "{}", text(&output.stderr));
     assert_eq!(actions(&plugin), ["state", "exec"]);
 }
+
+#[tokio::test]
+async fn the_terminal_follows_logs_only_where_the_policy_lets_logs_read() {
+    let (dir, file) = config_dir("terminal-read", "deny_capabilities = [\"read\"]\n");
+    let port = free_port();
+    let plugin = FakePlugin::start(port, Identity::edit("A"), plugin_handler());
+    let output = terminal(&dir, port, &[], ".follow on\n.state\n").await;
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "error[permission_denied]: studio_logs is refused by this studio-bridge's policy: denied by deny_capabilities \"read\" in {}",
+            file.display()
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("error[permission_denied]: studio_state is refused"),
+        "{stderr}"
+    );
+    assert!(actions(&plugin).is_empty(), "{:?}", actions(&plugin));
+}

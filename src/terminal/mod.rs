@@ -550,6 +550,12 @@ impl Terminal {
         if !on {
             return;
         }
+        // Following streams what `logs` reads: the policy decides as it does for `logs`.
+        if let Some(logs) = commands::find("logs")
+            && let Err(error) = self.policy.check(logs, &Map::new())
+        {
+            return self.show("logs", &Err(error), false);
+        }
         let target = self.attached().target();
         match self.bridge.subscribe(&target, &["log".to_owned()]).await {
             Ok(mut events) => {
