@@ -370,9 +370,39 @@ impl Registry {
     }
 
     /// Routes one call to one plugin and waits for its answer, within `call.timeout`.
+    ///
+    /// A call sent to the edit session only because no playtest was known (the caller
+    /// named no context) is marked `defaulted`; an edit plugin that sees a test starting
+    /// answers it `context_changed` without running it, and the call is resolved again
+    /// (now to the test's server, which it waits for): an `exec` meant for the game never
+    /// lands in the edit DataModel, whose changes persist in the place.
     pub async fn call(&self, call: Call, hooks: CallHooks) -> Result<Reply, ToolError> {
         let deadline = tokio::time::Instant::now() + call.timeout;
-        let (link, ran) = self.wait_for_link(&call, deadline, &hooks.cancel).await?;
+        let mut test_starting = false;
+        loop {
+            let (link, ran, defaulted) = self
+                .wait_for_link(&call, deadline, &hooks.cancel, test_starting)
+                .await?;
+            match self.send_and_wait(&call, &hooks, deadline, link, &ran, defaulted).await {
+                Err(error) if defaulted && error.code == ErrorCode::ContextChanged => {
+                    tracing::debug!(session = %ran.session_id, action = %call.action, "a playtest is starting: resolving again");
+                    test_starting = true;
+                }
+                outcome => return outcome.map(|value| Reply { value, ran: Some(ran) }),
+            }
+        }
+    }
+
+    /// Sends one request on `link` and waits for its answer, the deadline, or a cancel.
+    async fn send_and_wait(
+        &self,
+        call: &Call,
+        hooks: &CallHooks,
+        deadline: tokio::time::Instant,
+        link: Arc<Link>,
+        ran: &Ran,
+        defaulted: bool,
+    ) -> Result<RawValue, ToolError> {
         let id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
         let (reply_tx, reply_rx) = oneshot::channel();
         let progress = hooks.progress.clone();
@@ -403,12 +433,13 @@ impl Registry {
             args: &call.args,
             timeout_ms: u64::try_from(plugin_timeout.as_millis()).unwrap_or(u64::MAX),
             session: link.channel.as_deref(),
+            defaulted,
         });
         if !sent {
             link.forget(id);
             return Err(lost_before_send());
         }
-        let outcome = tokio::select! {
+        tokio::select! {
             reply = reply_rx => reply.unwrap_or_else(|_| Err(lost_before_send())),
             () = tokio::time::sleep_until(deadline) => {
                 link.forget(id);
@@ -433,19 +464,20 @@ impl Registry {
                 });
                 Err(cancelled())
             }
-        };
-        outcome.map(|value| Reply { value, ran: Some(ran) })
+        }
     }
 
     /// Resolves the call's target to a connected plugin, waiting (within the deadline)
     /// through a reconnect grace, the startup grace, or a playtest's DataModel that has
-    /// not said hello yet.
+    /// not said hello yet. With `test_starting` (the edit plugin said a test is starting),
+    /// the edit session is no longer a fallback: the call waits for its own context.
     async fn wait_for_link(
         &self,
         call: &Call,
         deadline: tokio::time::Instant,
         cancel: &CancellationToken,
-    ) -> Result<(Arc<Link>, Ran), ToolError> {
+        test_starting: bool,
+    ) -> Result<(Arc<Link>, Ran, bool), ToolError> {
         let mut changes = self.changed.subscribe();
         let grace_end = tokio::time::Instant::from_std(self.started + self.startup_grace);
         loop {
@@ -454,16 +486,20 @@ impl Registry {
             let waiting_for = match self.try_resolve(&call.target, call.default_context) {
                 Ok(Found::Link(link, ran)) => {
                     self.check_served(&ran, &call.action)?;
-                    return Ok((link, ran));
+                    return Ok((link, ran, false));
                 }
                 Ok(Found::Reconnecting) => Waiting::Reconnect,
                 Ok(Found::Provisional(_, settled)) if in_grace && tokio::time::Instant::now() < settled => {
                     Waiting::Siblings(settled)
                 }
+                Ok(Found::Provisional(Ok(_), _)) if test_starting => Waiting::PlayContext(call.default_context),
                 Ok(Found::Provisional(outcome, _)) => match outcome {
+                    // The edit session, for want of a known playtest: `defaulted` when the
+                    // caller's context was defaulted to something else.
                     Ok(Some((link, ran))) => {
                         self.check_served(&ran, &call.action)?;
-                        return Ok((link, ran));
+                        let defaulted = call.target.context.is_none() && call.default_context != Context::Edit;
+                        return Ok((link, ran, defaulted));
                     }
                     Ok(None) => Waiting::Reconnect,
                     Err(error) => return Err(self.with_session_list(error)),

@@ -23,6 +23,9 @@ pub enum ErrorCode {
     HostLost,
     PermissionDenied,
     Conflict,
+    /// A plugin's answer to a `defaulted` request while a playtest starts: it did not run
+    /// it. The host resolves the call again, so an agent never sees this code.
+    ContextChanged,
 }
 
 impl ErrorCode {
@@ -44,6 +47,7 @@ impl ErrorCode {
             ErrorCode::HostLost => "host_lost",
             ErrorCode::PermissionDenied => "permission_denied",
             ErrorCode::Conflict => "conflict",
+            ErrorCode::ContextChanged => "context_changed",
         }
     }
 

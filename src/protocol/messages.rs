@@ -458,6 +458,12 @@ pub enum HostMessage<'a> {
         /// The multiplexed session the request is for; absent for the connection's own.
         #[serde(skip_serializing_if = "Option::is_none")]
         session: Option<&'a str>,
+        /// The host chose this (edit) session only because the caller named no context and
+        /// no playtest was known: an edit plugin that sees a test starting answers
+        /// `context_changed` without running it, and the host resolves the call again
+        /// (PROTOCOL.md, Sessions). Absent when false.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        defaulted: bool,
     },
     Cancel {
         id: u64,
@@ -536,6 +542,7 @@ mod tests {
                 args: &args,
                 timeout_ms: 5,
                 session: Some("s-client"),
+                defaulted: false,
             },
             Framing::Binary,
         );
@@ -682,6 +689,7 @@ mod tests {
                 args: &args,
                 timeout_ms: 1000,
                 session: None,
+                defaulted: false,
             },
             Framing::Binary,
         ) else {

@@ -119,6 +119,9 @@ pub struct Seen {
     pub action: String,
     pub args: Value,
     pub timeout_ms: u64,
+    /// The host sent it to this edit session only because no playtest was known
+    /// (PROTOCOL.md, Sessions: `defaulted`).
+    pub defaulted: bool,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -536,6 +539,7 @@ async fn serve(
                             action: value["action"].as_str().unwrap_or_default().to_owned(),
                             args: value["args"].clone(),
                             timeout_ms: value["timeoutMs"].as_u64().unwrap_or_default(),
+                            defaulted: value["defaulted"].as_bool().unwrap_or(false),
                         };
                         let reply = (shared.handler)(&seen.action, &seen.args);
                         let id = seen.id;
