@@ -9,11 +9,15 @@
 //! the client's writes then wait on the pipe, as they would on any server that is busy,
 //! and every request it sent is still read and answered, in turn.
 //!
-//! The count is kept at the two ends rmcp does not hide: the reader (`nesting.rs`) counts
-//! each request line it hands to rmcp, the writer ([`AnswerCounter`]) each answer line
-//! rmcp writes, recognised by how rmcp serializes a JSON-RPC response or error:
-//! `{"jsonrpc":"2.0","id":…`. rmcp writes no answer to a request the client cancelled, so
-//! a `notifications/cancelled` counts as that answer; were it to be answered anyway, the
+//! The count is kept at the two ends rmcp does not hide: the transport (`transport.rs`)
+//! counts each request it hands to rmcp (and each answer with an id it writes itself),
+//! the writer ([`AnswerCounter`]) each answer line with an id, recognised by how rmcp
+//! serializes a JSON-RPC response or error: `{"jsonrpc":"2.0","id":…`. So every request
+//! counted in has exactly one answer that counts it out. A line that is no request rmcp
+//! can answer with an id (`"id": null`, JSON of the wrong shape) is answered without one
+//! (`{"jsonrpc":"2.0","error":…`) and counted neither in nor out: it can never fill the
+//! backlog. rmcp writes no answer to a request the client cancelled, so a
+//! `notifications/cancelled` counts as that answer; were it to be answered anyway, the
 //! count errs low, which only lets the reader run ahead a little.
 
 use std::io;
@@ -40,6 +44,11 @@ pub struct Backlog {
 impl Backlog {
     pub fn new() -> Arc<Backlog> {
         Arc::default()
+    }
+
+    /// Requests handed to rmcp and not yet answered (as far as the count knows).
+    pub fn unanswered(&self) -> usize {
+        self.unanswered.load(Ordering::Relaxed)
     }
 
     /// A request was handed to rmcp.

@@ -16,9 +16,9 @@ use std::sync::{Arc, Mutex};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult, Implementation,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities,
+    ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
@@ -163,19 +163,7 @@ impl ServerHandler for McpServer {
                 None,
             ));
         }
-        let command = request
-            .name
-            .strip_prefix(TOOL_PREFIX)
-            .and_then(commands::find)
-            .ok_or_else(|| {
-                McpError::invalid_params(
-                    format!(
-                        "Unknown tool {:?}. Call tools/list for the studio_* tools.",
-                        request.name
-                    ),
-                    None,
-                )
-            })?;
+        let command = find_tool(&request.name)?;
         let args = request.arguments.unwrap_or_default();
         // The policy answers before anything reaches the bridge.
         if let Err(error) = self.policy.check(command, &args) {
@@ -215,6 +203,70 @@ impl ServerHandler for McpServer {
         };
         Ok(result.into())
     }
+
+    /// rmcp hands a `tools/call` here when it cannot read its params as a call's (and
+    /// would answer -32601, as for an unknown method): `arguments` that are not an
+    /// object are the tool's `invalid_args`, as any other bad argument is.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        if request.method != "tools/call" {
+            return Err(McpError::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                request.method,
+                None,
+            ));
+        }
+        let params = request.params.unwrap_or(Json::Null);
+        let Some(name) = params.get("name").and_then(Json::as_str) else {
+            return Err(McpError::invalid_params(
+                "tools/call needs `params.name`, the tool's name (a string). Call tools/list for the studio_* tools.",
+                None,
+            ));
+        };
+        let command = find_tool(name)?;
+        let kind = match params.get("arguments") {
+            None | Some(Json::Null | Json::Object(_)) => {
+                return Err(McpError::invalid_params(
+                    "tools/call params could not be read (`_meta`, if given, must be an object). Send {\"name\": …, \"arguments\": {…}}.",
+                    None,
+                ));
+            }
+            Some(Json::Array(_)) => "an array",
+            Some(Json::String(_)) => "a string",
+            Some(Json::Number(_)) => "a number",
+            Some(Json::Bool(_)) => "a boolean",
+        };
+        // A tool the policy refuses is refused whatever its arguments.
+        if let Err(error) = self.policy.check(command, &serde_json::Map::new()) {
+            return custom_result(&error);
+        }
+        let error = ToolError::invalid_args(format!(
+            "Invalid arguments for {}: `arguments` must be an object of the tool's arguments, not {kind}. Check the tool's input schema.",
+            command.spec().name
+        ));
+        tracing::debug!(tool = %name, "tools/call with arguments that are not an object");
+        custom_result(&error)
+    }
+}
+
+/// A tool error as the answer to a `tools/call` rmcp could not read as one.
+fn custom_result(error: &ToolError) -> Result<CustomResult, McpError> {
+    serde_json::to_value(error_result(error))
+        .map(CustomResult)
+        .map_err(|e| McpError::internal_error(format!("the result could not be written: {e}"), None))
+}
+
+/// The command a tool name names, or the error for a name that names none.
+fn find_tool(name: &str) -> Result<&'static dyn DynCommand, McpError> {
+    name.strip_prefix(TOOL_PREFIX).and_then(commands::find).ok_or_else(|| {
+        McpError::invalid_params(
+            format!("Unknown tool {name:?}. Call tools/list for the studio_* tools."),
+            None,
+        )
+    })
 }
 
 /// Runs `call` while forwarding the progress it reports to the client; what it
@@ -260,7 +312,12 @@ pub async fn serve_stdio(bridge: Bridge, limits: Limits, policy: Policy) -> anyh
         splice::SplicingWriter::new(stdout, Arc::clone(&splicer)),
         Arc::clone(&backlog),
     );
-    let transport = transport::StdioTransport::new(nesting::NestingGuard::new(stdin, backlog), stdout, splicer);
+    let transport = transport::StdioTransport::new(
+        nesting::NestingGuard::new(stdin, Arc::clone(&backlog)),
+        stdout,
+        splicer,
+        backlog,
+    );
     let running = server.serve(transport).await?;
     let reason = running.waiting().await?;
     tracing::info!(?reason, "MCP client disconnected");

@@ -11,15 +11,20 @@
 //! answers with its own "Invalid request" (-32600) and a null id; a notification (no
 //! id) is dropped, as notifications get no answer.
 //!
+//! A line longer than [`MAX_LINE_BYTES`] is not kept (rmcp would drop it unanswered): it
+//! is replaced by a stand-in line ([`too_large_line`]) carrying the id read from the
+//! line's first [`MAX_LINE_BYTES`], if it is there, which the transport answers with a
+//! "request too large" error for that id (`transport.rs`).
+//!
 //! It also paces what rmcp reads: rmcp spawns a task for every request it reads, and it
 //! reads all a client has pipelined before any of those tasks runs, so a burst of 10,000
 //! `tools/call` lines held 10,000 tasks (and 90 MiB) at once. After handing rmcp
 //! [`LINES_PER_TURN`] lines, the reader yields once to the runtime, which runs the tasks
 //! already spawned (a call past the bridge's caps is answered `busy` and gone) before
 //! rmcp reads on. A client sending one request at a time never reaches the pace. And
-//! it stops handing out requests while too many are unanswered (see `backlog.rs`).
+//! it stops handing out lines while too many requests are unanswered (see `backlog.rs`;
+//! the transport above counts them, as it alone knows what rmcp made of a line).
 
-use std::collections::VecDeque;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -46,10 +51,31 @@ const KEPT_BUFFER_BYTES: usize = 256 * 1024;
 pub const LINES_PER_TURN: usize = 32;
 
 /// How long the reader waits for room in the backlog with no answer going out before it
-/// hands out one more turn anyway. rmcp skips some malformed lines without answering
-/// them, and a line counted as a request that is never answered must not stop the
-/// reader for good.
+/// hands out one more turn anyway: a safety net. Only requests rmcp is handed are counted,
+/// and each is answered or cancelled, so the backlog drains by itself (logged at debug
+/// when the net is used).
 const BACKLOG_STALL: Duration = Duration::from_secs(2);
+
+/// How the stand-in for a line over [`MAX_LINE_BYTES`] begins; the transport answers a
+/// line that begins so (`{"method":…,"jsonrpc":"2.0"}` and the id, if one was read).
+pub const TOO_LARGE_START: &str = r#"{"method":"studio-bridge/request-too-large""#;
+
+/// The stand-in for a line over the limit, with its id as written (`None`: none was
+/// found before the limit).
+fn too_large_line(id: Option<&str>) -> String {
+    match id {
+        Some(id) => format!(r#"{TOO_LARGE_START},"jsonrpc":"2.0","id":{id}}}"#),
+        None => format!(r#"{TOO_LARGE_START},"jsonrpc":"2.0"}}"#),
+    }
+}
+
+/// The error text for a line over the limit.
+pub fn too_large_message() -> String {
+    format!(
+        "Request too large: the message is longer than the {} MiB ({MAX_LINE_BYTES} bytes) this server reads in one line, so it was not read. Send less in one request (e.g. split a large script or source over several calls).",
+        MAX_LINE_BYTES / (1024 * 1024)
+    )
+}
 
 /// The tool name a too-deep request is replaced with (never listed by `tools/list`).
 const TOO_DEEP_TOOL: &str = "studio-bridge/nesting-too-deep";
@@ -78,23 +104,11 @@ pub struct NestingGuard<R> {
     eof: bool,
     /// Lines handed out since the last yield.
     handed: usize,
-    /// What each complete line in `ready` is, in order.
-    kinds: VecDeque<LineKind>,
     backlog: Arc<Backlog>,
     /// Running while the reader waits for room in the backlog.
     stall: Option<Pin<Box<tokio::time::Sleep>>>,
     /// Dropping the rest of a line longer than [`MAX_LINE_BYTES`].
     discarding: bool,
-}
-
-/// What the backlog needs to know of a line handed to rmcp.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum LineKind {
-    /// A request: rmcp answers it.
-    Request,
-    /// `notifications/cancelled`: rmcp will not answer the request it names.
-    Cancelled,
-    Other,
 }
 
 impl<R> NestingGuard<R> {
@@ -107,7 +121,6 @@ impl<R> NestingGuard<R> {
             chunk: vec![0; 64 * 1024].into_boxed_slice(),
             eof: false,
             handed: 0,
-            kinds: VecDeque::new(),
             backlog,
             stall: None,
             discarding: false,
@@ -122,21 +135,19 @@ impl<R> NestingGuard<R> {
             let end = search + offset + 1;
             let line = &self.partial[start..end];
             if line.len() > MAX_LINE_BYTES {
-                too_long();
+                let stand_in = too_long(&line[..MAX_LINE_BYTES]);
+                self.ready.extend_from_slice(stand_in.as_bytes());
+                self.ready.push(b'\n');
                 start = end;
                 search = end;
                 continue;
             }
             match checked(line) {
-                Checked::Pass(kind) => {
-                    self.ready.extend_from_slice(line);
-                    self.kinds.push_back(kind);
-                }
+                Checked::Pass => self.ready.extend_from_slice(line),
                 Checked::Replace(replacement) => {
                     tracing::warn!(bytes = line.len(), "answered a request nested too deep to parse");
                     self.ready.extend_from_slice(replacement.as_bytes());
                     self.ready.push(b'\n');
-                    self.kinds.push_back(LineKind::Request);
                 }
                 Checked::Drop => tracing::warn!("dropped a notification nested too deep to parse"),
             }
@@ -182,13 +193,6 @@ impl<R: AsyncRead + Unpin> AsyncRead for NestingGuard<R> {
                     }
                 }
                 this.handed += lines;
-                for _ in 0..lines {
-                    match this.kinds.pop_front() {
-                        Some(LineKind::Request) => this.backlog.read_request(),
-                        Some(LineKind::Cancelled) => this.backlog.answered(1),
-                        Some(LineKind::Other) | None => {}
-                    }
-                }
                 buf.put_slice(&window[..n]);
                 this.ready_at += n;
                 if this.ready_at == this.ready.len() {
@@ -231,7 +235,10 @@ impl<R: AsyncRead + Unpin> AsyncRead for NestingGuard<R> {
                     this.partial.extend_from_slice(read);
                     this.take_lines(from);
                     if this.partial.len() > MAX_LINE_BYTES {
-                        too_long();
+                        // Answered now, from the line's start; the rest is skipped as it comes.
+                        let stand_in = too_long(&this.partial[..MAX_LINE_BYTES]);
+                        this.ready.extend_from_slice(stand_in.as_bytes());
+                        this.ready.push(b'\n');
                         this.partial = Vec::new();
                         this.discarding = true;
                     }
@@ -241,15 +248,19 @@ impl<R: AsyncRead + Unpin> AsyncRead for NestingGuard<R> {
     }
 }
 
-fn too_long() {
+/// The stand-in for a line over the limit, from its first [`MAX_LINE_BYTES`] (`start`).
+fn too_long(start: &[u8]) -> String {
+    let id = scan(start).id;
     tracing::error!(
         limit = MAX_LINE_BYTES,
-        "a message from the client was longer than the limit and was dropped"
+        id = id.as_deref().unwrap_or("none found"),
+        "a message from the client was longer than the limit; it is answered \"request too large\""
     );
+    too_large_line(id.as_deref())
 }
 
 enum Checked {
-    Pass(LineKind),
+    Pass,
     Replace(String),
     Drop,
 }
@@ -257,13 +268,7 @@ enum Checked {
 fn checked(line: &[u8]) -> Checked {
     let scan = scan(line);
     if scan.max_depth <= MAX_DEPTH {
-        return Checked::Pass(match (scan.has_method, scan.has_id_key) {
-            (true, true) => LineKind::Request,
-            (true, false) if memchr::memmem::find(line, b"\"notifications/cancelled\"").is_some() => {
-                LineKind::Cancelled
-            }
-            _ => LineKind::Other,
-        });
+        return Checked::Pass;
     }
     match scan.id {
         Some(id) => Checked::Replace(format!(
@@ -360,9 +365,10 @@ fn scalar_after(rest: &[u8]) -> Option<String> {
         }
         (i + 1).min(rest.len())
     } else {
+        // A number that runs to the end of the text may have been cut there (the start of
+        // a line over the limit): not an id to answer with.
         rest.iter()
-            .position(|b| !(b.is_ascii_digit() || matches!(b, b'-' | b'+' | b'.' | b'e' | b'E')))
-            .unwrap_or(rest.len())
+            .position(|b| !(b.is_ascii_digit() || matches!(b, b'-' | b'+' | b'.' | b'e' | b'E')))?
     };
     let token = std::str::from_utf8(&rest[..end]).ok()?;
     // Only what JSON-RPC allows as an id, checked by parsing it.
@@ -434,14 +440,39 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_line_over_the_limit_is_dropped_as_it_arrives() {
+    async fn a_line_over_the_limit_becomes_a_stand_in_with_the_id_from_its_start() {
         let long = "x".repeat(MAX_LINE_BYTES + 1);
-        let input = format!("{}\n{long}\n{}\n", call("1", 2), call("2", 2));
+        let with_id = format!(
+            r#"{{"jsonrpc":"2.0","id":"big-1","method":"tools/call","params":{{"name":"studio_exec","arguments":{{"script":"{long}"}}}}}}"#
+        );
+        // The id comes after the limit: not known.
+        let id_too_late = format!(r#"{{"params":{{"x":"{long}"}},"id":9}}"#);
+        let input = format!("{}\n{with_id}\n{long}\n{id_too_late}\n{}\n", call("1", 2), call("2", 2));
         let mut guard = NestingGuard::new(input.as_bytes(), Backlog::new());
         let mut out = String::new();
         guard.read_to_string(&mut out).await.unwrap();
-        assert_eq!(out, format!("{}\n{}\n", call("1", 2), call("2", 2)));
+        assert_eq!(
+            out,
+            format!(
+                "{}\n{}\n{}\n{}\n{}\n",
+                call("1", 2),
+                too_large_line(Some(r#""big-1""#)),
+                too_large_line(None),
+                too_large_line(None),
+                call("2", 2)
+            )
+        );
         assert!(guard.partial.capacity() < MAX_LINE_BYTES, "nothing of it is kept");
+        let stand_in: serde_json::Value = serde_json::from_str(&too_large_line(Some("7"))).unwrap();
+        assert_eq!(stand_in["id"], 7);
+        assert!(too_large_line(Some("7")).starts_with(TOO_LARGE_START));
+    }
+
+    #[test]
+    fn a_number_cut_at_the_end_of_the_text_is_no_id() {
+        assert_eq!(scan(br#"{"id":12"#).id, None);
+        assert_eq!(scan(br#"{"id":"ab"#).id, None);
+        assert_eq!(scan(br#"{"id":12,"#).id.as_deref(), Some("12"));
     }
 
     #[tokio::test]

@@ -19,7 +19,13 @@
 //! the same way: a line that is not JSON is skipped, and JSON that is not a message is
 //! answered `Invalid request`.
 //! Lines longer than rmcp's limit never get here: the reader beneath (`nesting.rs`)
-//! drops them.
+//! replaces each with a stand-in that this transport answers "request too large", with
+//! the line's id when its start held one.
+//!
+//! It also counts, for the backlog (`backlog.rs`), the requests it hands rmcp and the
+//! answers with an id it writes itself: it alone knows what a line became. A line rmcp
+//! cannot make a request of (`"id": null`, a malformed one) is answered here without an
+//! id, or skipped, and never counted, so it cannot hold the reader back.
 
 use std::io;
 use std::pin::Pin;
@@ -30,8 +36,8 @@ use std::task::{Context, Poll, Waker};
 use futures_util::SinkExt as _;
 use rmcp::RoleServer;
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, ClientRequest, ErrorData, JsonObject, JsonRpcMessage, JsonRpcRequest,
-    NumberOrString, RequestMetaObject,
+    CallToolRequest, CallToolRequestParams, ClientNotification, ClientRequest, ErrorCode, ErrorData, JsonObject,
+    JsonRpcMessage, JsonRpcRequest, NumberOrString, RequestMetaObject,
 };
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
@@ -42,6 +48,8 @@ use tokio::sync::Mutex;
 use tokio_util::bytes::BytesMut;
 use tokio_util::codec::{Decoder as _, Encoder, FramedWrite};
 
+use super::backlog::Backlog;
+use super::nesting::{TOO_LARGE_START, too_large_message};
 use super::splice::Splicer;
 
 type Writer<W> = FramedWrite<W, LineEncoder>;
@@ -57,12 +65,14 @@ pub struct StdioTransport<R, W> {
     /// An `Invalid request` answer being written: kept across a cancelled `receive`, so
     /// that it goes out once, whole.
     answering: Option<Sending>,
+    /// Requests handed to rmcp and not yet answered.
+    backlog: Arc<Backlog>,
 }
 
 impl<R: AsyncRead, W: AsyncWrite> StdioTransport<R, W> {
     /// A transport reading `read` and writing `write`, with `splicer`'s small parts put
-    /// into the lines it writes.
-    pub fn new(read: R, write: W, splicer: Arc<Splicer>) -> StdioTransport<R, W> {
+    /// into the lines it writes, counting the requests it reads into `backlog`.
+    pub fn new(read: R, write: W, splicer: Arc<Splicer>, backlog: Arc<Backlog>) -> StdioTransport<R, W> {
         StdioTransport {
             read: BufReader::new(read),
             line: Vec::new(),
@@ -78,6 +88,7 @@ impl<R: AsyncRead, W: AsyncWrite> StdioTransport<R, W> {
             }),
             decoder: JsonRpcMessageCodec::default(),
             answering: None,
+            backlog,
         }
     }
 }
@@ -125,19 +136,36 @@ where
                 sent.ok()?;
             }
             if !self.read_line().await {
+                tracing::info!(
+                    unanswered = self.backlog.unanswered(),
+                    "the MCP client closed its input"
+                );
                 return None;
             }
             let line = std::mem::take(&mut self.line);
             let message = match tools_call(trimmed(&line)) {
                 Some(message) => Some(message),
+                None if line.starts_with(TOO_LARGE_START.as_bytes()) => {
+                    self.answer_too_large(&line);
+                    None
+                }
                 None => self.decoded(&line),
             };
             // The buffer is kept for the next line.
             self.line = line;
             self.line.clear();
-            if message.is_some() {
-                return message;
+            match &message {
+                Some(JsonRpcMessage::Request(_)) => self.backlog.read_request(),
+                // rmcp writes no answer to a request the client cancelled.
+                Some(JsonRpcMessage::Notification(notification))
+                    if matches!(notification.notification, ClientNotification::CancelledNotification(_)) =>
+                {
+                    self.backlog.answered(1);
+                }
+                Some(_) => {}
+                None => continue,
             }
+            return message;
         }
     }
 
@@ -148,6 +176,24 @@ where
 }
 
 impl<R, W: AsyncWrite + Send + Unpin + 'static> StdioTransport<R, W> {
+    /// Answers the stand-in for a line over the limit (`nesting.rs`): "request too large"
+    /// for its id, or without an id when none was read.
+    fn answer_too_large(&mut self, line: &[u8]) {
+        #[derive(Deserialize)]
+        struct StandIn {
+            #[serde(default)]
+            id: Option<NumberOrString>,
+        }
+        let id = serde_json::from_slice::<StandIn>(trimmed(line)).ok().and_then(|s| s.id);
+        if id.is_some() {
+            // Its answer carries the id and is counted out like any other.
+            self.backlog.read_request();
+        }
+        let error = ErrorData::new(ErrorCode::INVALID_REQUEST, too_large_message(), None);
+        let answer = TxJsonRpcMessage::<RoleServer>::error(error, id);
+        self.answering = Some(Box::pin(send(&self.write, answer)));
+    }
+
     /// A line as rmcp reads it. A line that is not JSON is skipped (answering what has
     /// no id could start an error storm with a client that echoes); JSON of the wrong
     /// shape is answered `Invalid request`, with no id.
@@ -375,7 +421,7 @@ mod tests {
     #[tokio::test]
     async fn a_message_with_none_waiting_is_written_during_the_send() {
         let (write, mut read) = tokio::io::duplex(1 << 16);
-        let out = StdioTransport::new(tokio::io::empty(), write, Splicer::new()).write;
+        let out = StdioTransport::new(tokio::io::empty(), write, Splicer::new(), Backlog::new()).write;
         let sending = send(&out, numbered(1));
         assert!(written(&mut read).contains("\"m1\""), "written before its future ran");
         sending.await.unwrap();
@@ -385,7 +431,7 @@ mod tests {
     #[tokio::test]
     async fn a_message_written_at_once_never_overtakes_one_still_waiting() {
         let (write, mut read) = tokio::io::duplex(1 << 16);
-        let out = StdioTransport::new(tokio::io::empty(), write, Splicer::new()).write;
+        let out = StdioTransport::new(tokio::io::empty(), write, Splicer::new(), Backlog::new()).write;
         // The first message finds the writer busy, and waits for it as rmcp's task would.
         let busy = out.writer.lock().await;
         let first = tokio::spawn(send(&out, numbered(1)));
@@ -471,7 +517,7 @@ mod tests {
             "\n\n",
             r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"b"}}"#,
         );
-        let mut transport = StdioTransport::new(input.as_bytes(), tokio::io::sink(), Splicer::new());
+        let mut transport = StdioTransport::new(input.as_bytes(), tokio::io::sink(), Splicer::new(), Backlog::new());
         let mut got = Vec::new();
         while let Some(message) = transport.receive().await {
             got.push(serde_json::to_value(&message).unwrap());
@@ -483,10 +529,9 @@ mod tests {
         assert_eq!(got[1]["id"], 2);
     }
 
-    /// Through the reader stdin is read with, which drops the long line.
+    /// Through the reader stdin is read with, which replaces the long line.
     #[tokio::test]
-    async fn json_that_is_not_a_message_is_answered_and_a_long_line_dropped() {
-        use crate::mcp::backlog::Backlog;
+    async fn json_that_is_not_a_message_and_a_long_line_are_answered_without_an_id() {
         use crate::mcp::nesting::{MAX_LINE_BYTES, NestingGuard};
         let long = format!("{{\"x\":\"{}\"}}\n", "a".repeat(MAX_LINE_BYTES));
         let input = format!(
@@ -494,21 +539,81 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"a"}}"#
         );
         let (writer, mut reader) = tokio::io::duplex(1 << 16);
+        let backlog = Backlog::new();
         let mut transport = StdioTransport::new(
-            NestingGuard::new(input.as_bytes(), Backlog::new()),
+            NestingGuard::new(input.as_bytes(), Arc::clone(&backlog)),
             writer,
             Splicer::new(),
+            Arc::clone(&backlog),
         );
         let message = transport.receive().await.expect("the call after them");
         assert_eq!(serde_json::to_value(&message).unwrap()["id"], 9);
+        assert_eq!(backlog.unanswered(), 1, "only the call is counted");
         drop(transport);
         let mut written = String::new();
         tokio::io::AsyncReadExt::read_to_string(&mut reader, &mut written)
             .await
             .unwrap();
-        let answer: serde_json::Value = serde_json::from_str(written.trim_end()).unwrap();
-        assert_eq!(written.lines().count(), 1, "one answer, for [1,2]: {written}");
-        assert_eq!(answer["error"]["code"], -32600);
-        assert_eq!(answer["id"], serde_json::Value::Null);
+        let answers: Vec<serde_json::Value> = written.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(answers.len(), 2, "one for the long line, one for [1,2]: {written}");
+        assert_eq!(answers[0]["error"]["code"], -32600);
+        let message = answers[0]["error"]["message"].as_str().unwrap();
+        assert!(message.contains("too large") && message.contains("16 MiB"), "{message}");
+        assert_eq!(answers[1]["error"]["code"], -32600);
+        assert!(answers.iter().all(|a| a.get("id").is_none()), "{written}");
+    }
+
+    #[tokio::test]
+    async fn only_what_rmcp_is_handed_as_a_request_is_counted_and_every_answer_counts_it_out() {
+        use crate::mcp::backlog::AnswerCounter;
+        use crate::mcp::nesting::{MAX_LINE_BYTES, NestingGuard};
+        let long = "a".repeat(MAX_LINE_BYTES);
+        let mut input = String::new();
+        for _ in 0..2000 {
+            input.push_str("{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"ping\"}\n");
+        }
+        input.push_str(&format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":77,\"method\":\"tools/call\",\"params\":{{\"name\":\"x\",\"arguments\":{{\"s\":\"{long}\"}}}}}}\n"
+        ));
+        input.push_str("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n");
+        input.push_str("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":1}}\n");
+        let (writer, mut reader) = tokio::io::duplex(1 << 20);
+        let backlog = Backlog::new();
+        let mut transport = StdioTransport::new(
+            NestingGuard::new(input.as_bytes(), Arc::clone(&backlog)),
+            AnswerCounter::new(writer, Arc::clone(&backlog)),
+            Splicer::new(),
+            Arc::clone(&backlog),
+        );
+        let ping = transport.receive().await.expect("the ping with an id");
+        assert_eq!(serde_json::to_value(&ping).unwrap()["id"], 1);
+        // The 2,000 id:null pings were answered without an id and not counted; the long
+        // call was counted in and, its answer written, out again.
+        assert_eq!(backlog.unanswered(), 1, "the ping alone is unanswered");
+        let cancel = transport.receive().await.expect("the cancellation");
+        assert_eq!(
+            serde_json::to_value(&cancel).unwrap()["method"],
+            "notifications/cancelled"
+        );
+        assert_eq!(
+            backlog.unanswered(),
+            0,
+            "a cancelled request is answered by its cancellation"
+        );
+        assert!(transport.receive().await.is_none());
+        drop(transport);
+        let mut written = String::new();
+        tokio::io::AsyncReadExt::read_to_string(&mut reader, &mut written)
+            .await
+            .unwrap();
+        let with_id: Vec<serde_json::Value> = written
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|a| a.get("id").is_some())
+            .collect();
+        assert_eq!(with_id.len(), 1, "{with_id:?}");
+        assert_eq!(with_id[0]["id"], 77);
+        assert!(with_id[0]["error"]["message"].as_str().unwrap().contains("too large"));
+        assert_eq!(written.lines().count(), 2001);
     }
 }
