@@ -272,6 +272,15 @@ impl Tty {
         self.session.flush().expect("flush the pty");
     }
 
+    /// Writes several lines with one write, as a paste or piped keystrokes arrive.
+    fn type_burst(&mut self, lines: &[&str]) {
+        let burst: String = lines.iter().map(|line| format!("{line}\r")).collect();
+        // rexpect's writer is a LineWriter: with no '\n' in it, the burst goes out at flush.
+        let written = self.session.send(&burst).expect("write to the pty");
+        assert_eq!(written, burst.len());
+        self.session.flush().expect("flush the pty");
+    }
+
     /// Writes one raw byte, e.g. 0x03 (what Ctrl-C sends).
     fn type_control(&mut self, c: char) {
         self.session.send_control(c).expect("write to the pty");
@@ -436,4 +445,60 @@ async fn on_a_tty_two_studios_are_offered_and_one_is_picked_by_number() {
     tty.type_line(".exit");
     assert_eq!(tty.exit_code(), 0);
     println!("--- terminal (escapes stripped)\n{}\n---", tty.seen);
+}
+
+/// Several lines arriving in one read (a paste into a terminal without bracketed paste,
+/// keystrokes piped over ssh, fast typing): every line runs, in order, each as if typed,
+/// and lines that form one chunk together still continue into one.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_tty_lines_arriving_at_once_all_run_in_order() {
+    let port = free_port();
+    let _host = serve(port);
+    let rbxm = installed_plugin().await;
+    let mut studio = studio(port, &rbxm).await;
+    let Some(mut tty) = Tty::spawn(port, &temp_dir("pty-history")) else {
+        return;
+    };
+    tty.prompt();
+    // One write to the pty: three lines, no bracketed-paste markers around them.
+    tty.type_burst(&[
+        "burst = {} table.insert(burst, 'one') print('burst one')",
+        "table.insert(burst, 'two') print('burst two')",
+        "table.insert(burst, 'three') print('burst three')",
+    ]);
+    tty.expect(r"\nburst one\r?\n");
+    tty.prompt();
+    tty.expect(r"\nburst two\r?\n");
+    tty.prompt();
+    tty.expect(r"\nburst three\r?\n");
+    tty.prompt();
+    // A pasted function over three lines, then its call: the first three continue into one
+    // chunk, the fourth runs it.
+    tty.type_burst(&[
+        "function pasted(a)",
+        "  return a .. '!'",
+        "end",
+        "print(pasted('pasted'), table.concat(burst, ','))",
+    ]);
+    tty.expect(r"\npasted! one,two,three\r?\n");
+    tty.prompt();
+    tty.type_line(".exit");
+    assert_eq!(tty.exit_code(), 0);
+    println!("--- terminal (escapes stripped)\n{}\n---", tty.seen);
+    // Studio ran each line once, in the order written.
+    let lines = studio.lines_so_far();
+    let ran: Vec<usize> = ["burst one", "burst two", "burst three", "pasted! one,two,three"]
+        .iter()
+        .map(|want| {
+            let at: Vec<usize> = (0..lines.len()).filter(|&i| lines[i].contains(want)).collect();
+            assert_eq!(at.len(), 1, "{want} ran once: {lines:?}");
+            at[0]
+        })
+        .collect();
+    assert!(ran.is_sorted(), "in order: {ran:?} {lines:?}");
+    assert!(
+        !tty.seen.contains("<eof>"),
+        "the pasted function continued, not reported"
+    );
 }
