@@ -9,6 +9,7 @@ pub mod cli;
 pub mod commands;
 pub mod human;
 pub mod image;
+pub mod luau;
 pub mod mcp;
 pub mod plugin_install;
 pub mod policy;

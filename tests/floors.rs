@@ -1,8 +1,9 @@
 //! The floors (main → cli / mcp / terminal → commands → policy → bridge → protocol,
 //! ARCHITECTURE.md): nothing in the policy, the bridge or the wire format reaches up into
 //! the command table or an adapter, the bridge and the wire format do not reach into the
-//! policy, and the wire format does not reach into the bridge. Read from the source, so an
-//! arrow back up fails here before it can grow into a cycle.
+//! policy, and the wire format does not reach into the bridge. The Luau checks (`luau`) sit
+//! beside the wire format, below the commands: neither reaches into the other. Read from
+//! the source, so an arrow back up fails here before it can grow into a cycle.
 
 use std::path::{Path, PathBuf};
 
@@ -71,7 +72,9 @@ fn offences(src: &Path) -> Vec<String> {
     for (dir, above) in [
         ("policy", adapters.to_vec()),
         ("bridge", [&adapters[..], &["policy"]].concat()),
-        ("protocol", [&adapters[..], &["policy", "bridge"]].concat()),
+        ("protocol", [&adapters[..], &["policy", "bridge", "luau"]].concat()),
+        // Luau checks sit beside the wire format: they know Luau, not sessions or errors.
+        ("luau", [&adapters[..], &["policy", "bridge", "protocol"]].concat()),
     ] {
         for path in sources(&src.join(dir)) {
             let text = std::fs::read_to_string(&path).expect("source file");

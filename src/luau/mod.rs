@@ -1,0 +1,15 @@
+//! Luau on the host: the checks a script passes before anything is sent to Studio.
+//!
+//! This floor sits beside `protocol`, below the command table: it knows Luau, nothing of
+//! sessions, the wire or tool errors (tests/floors.rs holds it there). The commands turn
+//! what it finds into their answers.
+
+pub mod syntax;
+
+pub use syntax::{SyntaxError, check};
+
+/// The version of the Luau compiler bundled in this binary (`0.740`), as the `mlua` crate's
+/// vendored sources name it; `studio-bridge --version` prints it.
+pub fn version() -> &'static str {
+    mlua::ffi::luau_version().unwrap_or("unknown")
+}
