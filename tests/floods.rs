@@ -449,3 +449,52 @@ async fn a_peer_subscriber_that_pauses_falls_behind_then_catches_up_with_a_count
         "the subscriber's own stream fell behind while it did not read"
     );
 }
+
+/// Waits for the host to close `socket` (its close frame, an error or the end); a guard
+/// against hanging, not a bound on speed.
+async fn closed_by_the_host(
+    socket: &mut tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+) {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            match socket.next().await {
+                None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return,
+                Some(Ok(_)) => {}
+            }
+        }
+    })
+    .await
+    .expect("the host closed the connection");
+}
+
+/// WebSocket upgrades to /v1/plugin that never say hello, twice as many as may wait at
+/// once and renewed, cannot keep a Studio's plugin out: every upgrade is accepted (none
+/// refused with 503), each one past the cap takes the place of the oldest silent one,
+/// which the host closes, and a plugin that connects behind sixteen of them becomes a
+/// session.
+#[tokio::test]
+async fn silent_plugin_upgrades_cannot_lock_a_plugin_out() {
+    use studio_bridge::bridge::budget::MAX_UNIDENTIFIED_PLUGINS as SLOTS;
+    let port = free_port();
+    let host = Mcp::spawn(port, &[]).await;
+    let url = format!("ws://127.0.0.1:{port}/v1/plugin");
+    let mut silent = std::collections::VecDeque::new();
+    for n in 0..2 * SLOTS {
+        let (socket, _) = tokio_tungstenite::connect_async(&url)
+            .await
+            .unwrap_or_else(|error| panic!("silent upgrade {n} was refused: {error}"));
+        silent.push_back(socket);
+    }
+    // The first sixteen made room for the next sixteen, oldest first.
+    for _ in 0..SLOTS {
+        closed_by_the_host(&mut silent.pop_front().unwrap()).await;
+    }
+    assert_eq!(silent.len(), SLOTS, "sixteen silent upgrades are held now");
+
+    let _plugin = FakePlugin::connect(port, Identity::edit("A"), studio_like()).await;
+    let sessions = host.ok("studio_sessions", json!({})).await;
+    assert_eq!(sessions["sessions"][0]["sessionId"], "A-edit", "{sessions}");
+    assert_eq!(host.ok("studio_state", json!({})).await["state"], "Edit");
+    // The plugin took the place of the oldest silent upgrade.
+    closed_by_the_host(&mut silent.pop_front().unwrap()).await;
+}

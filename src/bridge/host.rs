@@ -19,7 +19,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::budget::{CappedListener, PendingSlot, ReadBudget};
+use super::budget::{CappedListener, Pending, ReadBudget};
 use super::pairing::Pairing;
 use super::registry::Registry;
 use super::{connection, origin, peer_server, token};
@@ -65,7 +65,7 @@ struct AppState {
     connections: TaskTracker,
     pairing: Arc<Pairing>,
     /// Plugin connections that have not said hello yet.
-    unidentified: Arc<std::sync::atomic::AtomicUsize>,
+    unidentified: Arc<Pending>,
 }
 
 impl Host {
@@ -108,7 +108,7 @@ impl Host {
             shutdown: shutdown.clone(),
             connections: connections.clone(),
             pairing: Arc::new(config.pairing),
-            unidentified: Arc::default(),
+            unidentified: Pending::new(),
         };
         let app = router(state);
         let stop = stop_accepting.clone();
@@ -197,14 +197,10 @@ async fn plugin_socket(
     ConnectInfo(budget): ConnectInfo<ReadBudget>,
     upgrade: WebSocketUpgrade,
 ) -> Response {
-    let Some(slot) = PendingSlot::take(&state.unidentified) else {
-        tracing::warn!("refused a plugin connection: too many are waiting to say hello");
-        return (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "too many plugin connections are waiting to say hello; retry shortly",
-        )
-            .into_response();
-    };
+    // Never refused for want of a slot: with all taken, the oldest silent connection
+    // makes room (`budget.rs`), so silent upgrades cannot keep a plugin out.
+    let slot = state.unidentified.take(&budget);
+    let evicted = slot.evicted();
     let limit = wire_limit(&state.registry);
     let tracker = state.connections.clone();
     upgrade
@@ -216,13 +212,18 @@ async fn plugin_socket(
                 budget.lift();
                 drop(slot);
             };
-            tracker.track_future(connection::serve_plugin(
-                socket,
-                state.registry,
-                state.pairing,
-                state.shutdown,
-                identified,
-            ))
+            let serve = connection::serve_plugin(socket, state.registry, state.pairing, state.shutdown, identified);
+            tracker.track_future(async move {
+                tokio::select! {
+                    biased;
+                    // Still waiting for its hello when a newer connection needed the slot:
+                    // closed (the socket is dropped with the connection).
+                    () = evicted.cancelled() => {
+                        tracing::info!("closed a plugin connection that had not said hello, for a newer one");
+                    }
+                    () = serve => {}
+                }
+            })
         })
 }
 
