@@ -1,7 +1,8 @@
 //! `play`: start a playtest (Play or Run) or stop the one running, answered once Studio's
 //! real state has changed: the edit plugin sees the test's server DataModel connect over
 //! PluginConnectionService, or every test DataModel's connection close (plugin/src/Actions/
-//! Play.luau says why the edit DataModel cannot just read its own RunService).
+//! Play.luau says why the edit DataModel cannot just read its own RunService). A `start`
+//! cancelled or past its deadline ends the test it started (plugin/src/Playtest.luau).
 
 use std::time::Duration;
 
