@@ -502,3 +502,93 @@ async fn on_a_tty_lines_arriving_at_once_all_run_in_order() {
         "the pasted function continued, not reported"
     );
 }
+
+/// What `error(...)` raises with a message that reads like an unfinished chunk (short enough
+/// that the pty's 80 columns do not wrap it after the prompt).
+const RUNTIME_EOF: &str = r#"error("Expected 'end', got <eof>")"#;
+
+/// Piped lines, all in one write: each runs in order, and a runtime error whose message says
+/// `<eof>` is reported as the error it is, not taken for an unfinished chunk (which swallowed
+/// it and every line after it into one chunk that never finished).
+#[tokio::test]
+async fn piped_lines_in_one_write_run_in_order_and_a_runtime_eof_error_is_reported() {
+    let port = free_port();
+    let _host = serve(port);
+    let rbxm = installed_plugin().await;
+    let mut studio = studio(port, &rbxm).await;
+
+    let script = [
+        "print('piped one')",
+        RUNTIME_EOF,
+        "print('piped two')",
+        "function later()",
+        "  return 'piped three'",
+        "end",
+        "print(later())",
+    ]
+    .join("\n");
+    let mut child = terminal(port);
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(format!("{script}\n").as_bytes()).await.unwrap();
+    drop(stdin);
+    let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("the terminal ends at the end of its input")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    println!("--- stdout\n{stdout}--- stderr\n{stderr}---");
+    assert_eq!(
+        stdout.lines().collect::<Vec<_>>(),
+        ["piped one", "piped two", "piped three"],
+        "every line ran, in order"
+    );
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.contains("got <eof>")).collect();
+    assert_eq!(errors.len(), 1, "the runtime error is reported once: {stderr}");
+    assert!(errors[0].contains("error"), "{stderr}");
+    assert_eq!(output.status.code(), Some(1), "a failed line makes a piped run exit 1");
+    // Studio ran the raising line once, not again with the lines after it appended.
+    let lines = studio.lines_so_far().to_vec();
+    let ran: Vec<usize> = ["piped one", "piped two", "piped three"]
+        .iter()
+        .map(|want| {
+            let at: Vec<usize> = (0..lines.len()).filter(|&i| lines[i].contains(want)).collect();
+            assert_eq!(at.len(), 1, "{want} ran once: {lines:?}");
+            at[0]
+        })
+        .collect();
+    assert!(ran.is_sorted(), "in order: {ran:?} {lines:?}");
+}
+
+/// On a terminal: a runtime error that says `<eof>` is an error and the main prompt, not a
+/// continuation prompt; the next line runs on its own.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_tty_a_runtime_error_saying_eof_is_reported_not_continued() {
+    let port = free_port();
+    let _host = serve(port);
+    let rbxm = installed_plugin().await;
+    let _studio = studio(port, &rbxm).await;
+    let Some(mut tty) = Tty::spawn(port, &temp_dir("pty-history")) else {
+        return;
+    };
+    tty.prompt();
+    tty.type_line(RUNTIME_EOF);
+    // Whichever prompt comes next: the main one (reported) or a continuation (the defect).
+    let (before, next) = tty.expect(r"(\n[\r ]*>> |\S+ \[edit\]> )");
+    assert!(
+        next.contains("[edit]> "),
+        "a main prompt, not a continuation prompt: {next:?}\n{}",
+        tty.seen
+    );
+    assert!(
+        before.lines().any(|l| l.contains("error") && l.contains("got <eof>")),
+        "the runtime error is reported: {before:?}"
+    );
+    tty.type_line("print('on its own ' .. 'line')");
+    tty.expect(r"\non its own line\r?\n");
+    tty.prompt();
+    tty.type_line(".exit");
+    assert_eq!(tty.exit_code(), 0);
+    println!("--- terminal (escapes stripped)\n{}\n---", tty.seen);
+}

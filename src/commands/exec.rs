@@ -63,6 +63,9 @@ pub struct ExecResult {
     /// Luau's error message with its line, when success is false.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Where it failed, when success is false: `compile` (a syntax error; nothing ran) or `run`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<ExecStage>,
     /// What the script printed or warned, in order.
     pub logs: Vec<ExecLog>,
     /// How it was compiled: `loadstring`, `module` (Play refuses loadstring) or `game` (runtime game).
@@ -78,6 +81,14 @@ pub enum CompiledWith {
     Loadstring,
     Game,
     Module,
+}
+
+/// Which stage of an `exec` failed (the plugin's `stage`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ExecStage {
+    Compile,
+    Run,
 }
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]

@@ -7,6 +7,22 @@
 //! strings wrong in ways that either hang the prompt or run half a function. The cost is
 //! one round trip per continued line, which a person typing does not notice.
 
+use serde_json::Value as Json;
+
+/// Whether the `exec` result `value` of `chunk` means "read another line onto it": the chunk
+/// failed to compile (`stage: "compile"`) with an error that says it ended too early. A
+/// runtime error never continues, whatever its message says (`error("... got <eof>")` ran,
+/// and running it again with more lines would run its side effects again); nor does a
+/// result without `stage` (a plugin too old to say), which is reported as it is.
+pub fn continues(value: &Json, chunk: &str) -> bool {
+    value.get("success").and_then(Json::as_bool) == Some(false)
+        && value.get("stage").and_then(Json::as_str) == Some("compile")
+        && value
+            .get("error")
+            .and_then(Json::as_str)
+            .is_some_and(|error| is_incomplete(error, chunk))
+}
+
 /// Whether `error` (an `exec` result's `error`) says that `chunk` ended too early.
 ///
 /// Luau says `Expected 'end' (to close 'function' at line 1), got <eof>` for an open block
@@ -59,6 +75,40 @@ mod tests {
             "x"
         ));
         assert!(!is_incomplete("exec:1: attempt to index nil with 'x'", "return t.x"));
+    }
+
+    fn failed(stage: Option<&str>, error: &str) -> Json {
+        let mut value = serde_json::json!({"success": false, "error": error, "returns": [], "logs": []});
+        if let Some(stage) = stage {
+            value["stage"] = stage.into();
+        }
+        value
+    }
+
+    #[test]
+    fn only_a_compile_error_at_eof_continues() {
+        let open = "[string \"exec\"]:1: Expected 'end' (to close 'function' at line 1), got <eof>";
+        assert!(continues(&failed(Some("compile"), open), "function f()"));
+        // The same text raised at run time is an error to report, not a chunk to extend.
+        assert!(!continues(&failed(Some("run"), open), "error(\"...\")"));
+        assert!(!continues(
+            &failed(Some("run"), "[string \"exec\"]:1: unexpected symbol near '<eof>'"),
+            "error(\"...\")"
+        ));
+        assert!(!continues(
+            &failed(Some("run"), "[string \"exec\"]:1: unexpected <eof>"),
+            "error(\"unexpected <eof>\")"
+        ));
+        // A plugin that does not say the stage: reported, never guessed from the message.
+        assert!(!continues(&failed(None, open), "function f()"));
+        // A compile error that is not about the end of the chunk is reported.
+        assert!(!continues(
+            &failed(Some("compile"), "[string \"exec\"]:1: Expected <eof>, got 'end'"),
+            "end"
+        ));
+        // A success never continues, whatever it carries.
+        let ok = serde_json::json!({"success": true, "returns": [open], "logs": [], "stage": "compile"});
+        assert!(!continues(&ok, "return 1"));
     }
 
     #[test]

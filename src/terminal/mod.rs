@@ -398,11 +398,8 @@ impl Terminal {
         args.insert("script".into(), Json::String(chunk.to_owned()));
         args.insert("env".into(), Json::String(attached.env.clone()));
         let outcome = self.invoke(exec, args, attached.target()).await;
-        let value = outcome.as_ref().map(Output::value);
-        if let Ok(value) = &value
-            && render::failed(value)
-            && let Some(error) = value.get("error").and_then(Json::as_str)
-            && chunk::is_incomplete(error, chunk)
+        if let Ok(output) = &outcome
+            && chunk::continues(&output.value(), chunk)
         {
             return Ran::Incomplete;
         }
