@@ -9,6 +9,9 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 
+/// Lune's file name on this platform.
+const LUNE_FILE: &str = if cfg!(windows) { "lune.exe" } else { "lune" };
+
 /// The Lune binary: `$LUNE`, else `lune` on PATH, else where `.ci/run` installs it.
 pub fn lune() -> PathBuf {
     if let Some(path) = std::env::var_os("LUNE") {
@@ -16,13 +19,13 @@ pub fn lune() -> PathBuf {
     }
     if let Some(paths) = std::env::var_os("PATH") {
         for dir in std::env::split_paths(&paths) {
-            let candidate = dir.join("lune");
+            let candidate = dir.join(LUNE_FILE);
             if candidate.is_file() {
                 return candidate;
             }
         }
     }
-    let cached = dirs_home().join(".cache/studio-bridge-tools/bin/lune");
+    let cached = dirs_home().join(".cache/studio-bridge-tools/bin").join(LUNE_FILE);
     assert!(
         cached.is_file(),
         "Lune 0.11.1 is needed for the plugin tests: `bash .ci/run` installs it, or `cargo install lune --locked --version 0.11.1`, or set LUNE=/path/to/lune"
