@@ -99,7 +99,7 @@ pub fn ignore_config() -> Arg {
 /// The whole command line.
 pub fn command() -> clap::Command {
     let mut root = clap::Command::new("studio-bridge")
-        .version(crate::protocol::SERVER_VERSION)
+        .version(format!("{} (Luau {})", crate::protocol::SERVER_VERSION, crate::luau::version()))
         .about("Lets AI agents see and drive running Roblox Studio sessions (MCP over stdio, or this CLI).")
         .subcommand_required(true)
         .arg_required_else_help(true)

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 use super::{Command, Invocation, Kind, Output, Spec};
-use crate::protocol::{Context, ToolError};
+use crate::protocol::{Context, ErrorCode, ToolError};
 
 /// Longest `timeoutMs` accepted (10 minutes).
 const MAX_TIMEOUT_MS: u64 = 600_000;
@@ -33,6 +33,12 @@ pub struct ExecArgs {
     /// game: during a test, in the game's own script VM (its module tables).
     #[serde(default, skip_serializing_if = "Runtime::is_plugin")]
     pub runtime: Runtime,
+    /// true: refuse a syntax error host-side (`syntax_error`), with no round trip. Opt-in
+    /// for now (the terminal and tests rely on the plugin's `success: false` answer) and
+    /// kept out of the MCP schema, whose catalogue budget is spent.
+    #[serde(default, skip_serializing)]
+    #[schemars(skip)]
+    pub check: bool,
 }
 
 /// Where a chunk runs in a playtest DataModel.
@@ -124,10 +130,23 @@ impl Command for Exec {
                 "`timeoutMs` must be between 1 and {MAX_TIMEOUT_MS}."
             )));
         }
+        if args.check {
+            check_syntax(&args.script)?;
+        }
         let plugin_timeout = Duration::from_millis(args.timeout_ms);
         let result = cx
             .call_plugin(&Self::SPEC, &args, plugin_timeout + HOST_GRACE, Some(plugin_timeout))
             .await?;
         Ok(Output::plugin(result))
     }
+}
+
+/// Luau's parser over a chunk, host-side: a syntax error is `syntax_error` worded as the
+/// plugin's `loadstring` words it (`[string "exec"]:2: …`), with no round trip. `test_run`
+/// checks its script the same way.
+pub(super) fn check_syntax(script: &str) -> Result<(), ToolError> {
+    crate::luau::check(script).map_err(|errors| {
+        ToolError::new(ErrorCode::SyntaxError, crate::luau::chunk_message("exec", &errors))
+            .with_details(crate::luau::details(&errors))
+    })
 }

@@ -38,6 +38,11 @@ pub struct TestRunArgs {
     pub timeout_ms: u64,
     #[serde(default, skip_serializing_if = "Runtime::is_plugin")]
     pub runtime: Runtime,
+    /// true: refuse a syntax error host-side (`syntax_error`), with no playtest started;
+    /// as `exec`'s `check`, opt-in and kept out of the MCP schema.
+    #[serde(default, skip_serializing)]
+    #[schemars(skip)]
+    pub check: bool,
 }
 
 fn default_timeout_ms() -> u64 {
@@ -92,6 +97,9 @@ impl Command for TestRun {
             return Err(ToolError::invalid_args(format!(
                 "`timeoutMs` must be between 1 and {MAX_TIMEOUT_MS}."
             )));
+        }
+        if args.check {
+            super::exec::check_syntax(&args.script)?;
         }
         let plugin_timeout = Duration::from_millis(args.timeout_ms) + TEST_OVERHEAD;
         let result = cx

@@ -13,3 +13,17 @@ pub use syntax::{SyntaxError, check};
 pub fn version() -> &'static str {
     mlua::ffi::luau_version().unwrap_or("unknown")
 }
+
+/// `{errors: [{line, column?, message}]}`: the details of a `syntax_error`.
+pub fn details(errors: &[SyntaxError]) -> serde_json::Value {
+    serde_json::json!({ "errors": errors })
+}
+
+/// The first error as Luau's `loadstring(source, chunk)` words it, `[string "exec"]:3: …`:
+/// the form the plugin gives for the same script.
+pub fn chunk_message(chunk: &str, errors: &[SyntaxError]) -> String {
+    match errors.first() {
+        Some(error) => format!("[string \"{chunk}\"]:{}: {}", error.line, error.message),
+        None => format!("[string \"{chunk}\"]: syntax error"),
+    }
+}

@@ -252,6 +252,14 @@ mod tests {
     }
 
     #[test]
+    fn errors_read_as_loadstring_words_them() {
+        let errors = check("local a = 1\nlocal b = = 2").expect_err("broken");
+        let message = crate::luau::chunk_message("exec", &errors);
+        assert!(message.starts_with("[string \"exec\"]:2: "), "{message}");
+        assert_eq!(crate::luau::details(&errors)["errors"][0]["line"], 2);
+    }
+
+    #[test]
     fn the_bundled_version_is_named() {
         assert!(crate::luau::version().starts_with("0."), "{}", crate::luau::version());
     }

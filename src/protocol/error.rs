@@ -26,6 +26,8 @@ pub enum ErrorCode {
     /// A plugin's answer to a `defaulted` request while a playtest starts: it did not run
     /// it. The host resolves the call again, so an agent never sees this code.
     ContextChanged,
+    /// A script's source failed the host's Luau syntax check; nothing was sent to Studio.
+    SyntaxError,
 }
 
 impl ErrorCode {
@@ -48,6 +50,7 @@ impl ErrorCode {
             ErrorCode::PermissionDenied => "permission_denied",
             ErrorCode::Conflict => "conflict",
             ErrorCode::ContextChanged => "context_changed",
+            ErrorCode::SyntaxError => "syntax_error",
         }
     }
 
@@ -128,6 +131,7 @@ mod tests {
             ErrorCode::MessageTooLarge,
             ErrorCode::HostLost,
             ErrorCode::PermissionDenied,
+            ErrorCode::SyntaxError,
         ] {
             assert_eq!(ErrorCode::parse(code.as_str()), Some(code));
             assert_eq!(serde_json::to_value(code).unwrap(), Json::String(code.as_str().into()));
