@@ -443,3 +443,40 @@ async fn studio_text_reaches_the_terminal_with_its_controls_escaped() {
     let printed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(printed["entries"][0]["body"], HOSTILE);
 }
+
+/// A write whose Studio drops the connection mid-call may have run: its error says so and
+/// to check before retrying. A read's error does not.
+#[tokio::test]
+async fn a_write_that_lost_its_session_says_it_may_have_completed_and_a_read_does_not() {
+    let port = free_port();
+    let port_text = port.to_string();
+    // Drops the connection on delete and query (and comes back for the next call).
+    let _plugin = FakePlugin::start(
+        port,
+        Identity::edit("A"),
+        handler(|asked, args| match asked {
+            "delete" | "query" => Reply::Drop(Some(Duration::from_millis(50))),
+            _ => studio_like()(asked, args),
+        }),
+    );
+    let error_of = |output: &std::process::Output| -> serde_json::Value {
+        assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+        let printed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        printed["error"].clone()
+    };
+    let write = error_of(&run(&["delete", "--port", &port_text, "--paths", "Workspace.Part", "--json"]).await);
+    assert_eq!(write["code"], "session_lost", "{write}");
+    let message = write["message"].as_str().unwrap();
+    assert!(
+        message
+            .contains("This write (`delete`) may have completed in Studio before this failure: check with a read tool"),
+        "{message}"
+    );
+    assert!(message.contains("before retrying"), "{message}");
+
+    let read = error_of(&run(&["query", "--port", &port_text, "Workspace", "--json"]).await);
+    assert_eq!(read["code"], "session_lost", "{read}");
+    let message = read["message"].as_str().unwrap();
+    assert!(!message.contains("may have completed"), "{message}");
+    assert!(!message.contains("This write"), "{message}");
+}

@@ -117,6 +117,13 @@ enum Role {
 }
 
 /// The one interface adapters use to reach Studio.
+/// `error` marked as one of a call that never reached Studio (`details.delivered:
+/// false`): nothing ran, so it is safe to retry, and a write's error does not say it may
+/// have completed (`commands::may_have_written`). Carried to peers with the error.
+pub fn undelivered(error: ToolError) -> ToolError {
+    error.with_details(serde_json::json!({ "delivered": false }))
+}
+
 #[derive(Clone)]
 pub struct Bridge {
     role: watch::Receiver<Role>,
@@ -134,17 +141,17 @@ impl Bridge {
             tokio::select! {
                 changed = role.changed() => {
                     if changed.is_err() {
-                        return Err(peer::host_lost());
+                        return Err(undelivered(peer::host_lost()));
                     }
                 }
                 () = tokio::time::sleep_until(deadline) => {
-                    return Err(ToolError::new(
+                    return Err(undelivered(ToolError::new(
                         ErrorCode::Timeout,
                         "No studio-bridge host could be reached before the deadline (a failover is in progress or the port is held by another program). Retry in a moment.",
-                    ));
+                    )));
                 }
                 () = cancel.cancelled() => {
-                    return Err(ToolError::new(ErrorCode::Cancelled, "The call was cancelled by the caller."));
+                    return Err(undelivered(ToolError::new(ErrorCode::Cancelled, "The call was cancelled by the caller.")));
                 }
             }
         }

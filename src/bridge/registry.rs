@@ -440,7 +440,8 @@ impl Registry {
             return Err(lost_before_send());
         }
         tokio::select! {
-            reply = reply_rx => reply.unwrap_or_else(|_| Err(lost_before_send())),
+            // The link let the call go without an answer: it was sent, so it may have run.
+            reply = reply_rx => reply.unwrap_or_else(|_| Err(lost_after_send())),
             () = tokio::time::sleep_until(deadline) => {
                 link.forget(id);
                 link.send(&HostMessage::Cancel {
@@ -523,7 +524,7 @@ impl Registry {
                         return Err(waiting_for.timeout(call));
                     }
                 }
-                () = cancel.cancelled() => return Err(cancelled()),
+                () = cancel.cancelled() => return Err(super::undelivered(cancelled())),
             }
         }
     }
@@ -657,7 +658,8 @@ impl Waiting {
                 "Studio reports a running playtest, but its {context} DataModel did not connect within {ms} ms, so `{action}` was not run (never in the edit DataModel instead). Check studio_sessions, retry, or pass context: \"edit\" to run it in the edit DataModel on purpose."
             ),
         };
-        ToolError::new(ErrorCode::Timeout, message)
+        // No session took it: nothing was sent.
+        super::undelivered(ToolError::new(ErrorCode::Timeout, message))
     }
 }
 
@@ -678,9 +680,16 @@ fn first_request_id() -> u64 {
 }
 
 fn lost_before_send() -> ToolError {
-    ToolError::new(
+    super::undelivered(ToolError::new(
         ErrorCode::SessionLost,
         "The Studio session disconnected before the call could be delivered; nothing ran. Call studio_sessions and retry.",
+    ))
+}
+
+fn lost_after_send() -> ToolError {
+    ToolError::new(
+        ErrorCode::SessionLost,
+        "The Studio session disconnected while the call was in flight. It was not re-sent (it may have run). Check its effect with a read-only tool, then retry if needed.",
     )
 }
 

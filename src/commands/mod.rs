@@ -327,7 +327,14 @@ impl<C: Command> DynCommand for Erased<C> {
                 policy: parts.policy,
                 ran: Mutex::new(None),
             };
-            let mut output = C::run(typed, &cx).await?;
+            // A call that only reads (`selection` without `set`) is no write, whatever
+            // the command's kind.
+            let reads_only =
+                C::capabilities(&typed).union(C::SPEC.capabilities) == Capabilities::of(&[Capability::Read]);
+            let kind = if reads_only { Kind::Read } else { C::SPEC.kind };
+            let mut output = C::run(typed, &cx)
+                .await
+                .map_err(|error| may_have_written(C::SPEC.name, kind, error))?;
             let ran = cx.ran.lock().unwrap_or_else(|p| p.into_inner()).take();
             // Where it ran, and, for a plugin that cut its own result (query's budget),
             // the same hint.
@@ -476,6 +483,27 @@ fn parse_args<T: DeserializeOwned>(command: &str, args: Map<String, Json>) -> Re
     })
 }
 
+/// What a write that failed after it may have reached Studio adds to its error, so that
+/// an agent does not simply run it again.
+pub const MAY_HAVE_WRITTEN: &str = "may have completed in Studio before this failure: check with a read tool (e.g. studio_query, studio_script_read, studio_logs) before retrying, so that it is not done twice.";
+
+/// `error` for a call of `kind`: a write (Write or Destructive) that timed out, was
+/// cancelled, or lost its session or host says it may have completed, unless the error
+/// says the call was never delivered (`details.delivered: false`, set where nothing was
+/// sent). The one place this wording is added, for the MCP tools, the CLI and the
+/// terminal alike (a peer's call gets it from its own invoke, never from the host).
+fn may_have_written(command: &str, kind: Kind, mut error: ToolError) -> ToolError {
+    let after_sending = matches!(
+        error.code,
+        ErrorCode::Timeout | ErrorCode::Cancelled | ErrorCode::SessionLost | ErrorCode::HostLost
+    );
+    let undelivered = error.details.as_ref().and_then(|d| d.get("delivered")) == Some(&Json::Bool(false));
+    if kind != Kind::Read && after_sending && !undelivered {
+        error.message = format!("{} This write (`{command}`) {MAY_HAVE_WRITTEN}", error.message);
+    }
+    error
+}
+
 /// The error for a plugin result that does not have the promised shape.
 pub fn bad_result(command: &str, detail: &str) -> ToolError {
     ToolError::new(
@@ -622,6 +650,37 @@ mod tests {
             capabilities_of_call("test_run", serde_json::json!({"script": "return 1"})),
             ["code", "play"]
         );
+    }
+
+    #[test]
+    fn only_a_write_that_may_have_run_says_it_may_have_completed() {
+        let lost = || ToolError::new(ErrorCode::SessionLost, "lost.");
+        for code in [
+            ErrorCode::Timeout,
+            ErrorCode::Cancelled,
+            ErrorCode::SessionLost,
+            ErrorCode::HostLost,
+        ] {
+            for kind in [Kind::Write, Kind::Destructive] {
+                let error = may_have_written("delete", kind, ToolError::new(code, "m."));
+                assert!(
+                    error.message.contains(MAY_HAVE_WRITTEN),
+                    "{code} {kind:?}: {}",
+                    error.message
+                );
+                assert!(
+                    error.message.starts_with("m. This write (`delete`)"),
+                    "{}",
+                    error.message
+                );
+            }
+            let read = may_have_written("query", Kind::Read, ToolError::new(code, "m."));
+            assert_eq!(read.message, "m.");
+        }
+        let undelivered = lost().with_details(serde_json::json!({"delivered": false}));
+        assert_eq!(may_have_written("delete", Kind::Write, undelivered).message, "lost.");
+        let other = ToolError::new(ErrorCode::NotFound, "gone.");
+        assert_eq!(may_have_written("delete", Kind::Write, other).message, "gone.");
     }
 
     #[test]
