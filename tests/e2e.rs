@@ -722,9 +722,10 @@ async fn exec_right_after_a_host_starts_waits_for_the_play_server_instead_of_run
 async fn an_edit_session_reporting_play_holds_exec_for_the_server_never_edit() {
     let port = free_port();
     let mcp = Mcp::spawn(port, &[]).await;
-    let mut identity = Identity::play("A", "edit");
-    identity.state = "Play";
-    let edit = FakePlugin::connect(port, identity, studio_like()).await;
+    // As the real plugin does (Playtest.luau): its hello says Edit (the edit DataModel stays
+    // in Edit during a test), and a `state` event says Play once it sees the test.
+    let edit = FakePlugin::connect(port, Identity::play("A", "edit"), studio_like()).await;
+    edit.send_event("state", support::fake_plugin::value_map(vec![("state", "Play".into())]));
     // Past any startup grace: it is the reported state that holds the call.
     tokio::time::sleep(Duration::from_millis(3100)).await;
     let call = mcp.ok("studio_exec", json!({"script": "return 1"}));
