@@ -1525,6 +1525,7 @@ async fn exec_with_runtime_game_sees_the_games_own_module_tables() {
         .await;
     assert_eq!(failed["success"], false);
     assert!(failed["error"].as_str().unwrap().contains(":2:"), "{failed}");
+    assert_eq!(failed["stage"], "run", "which stage failed, as exec says it: {failed}");
 
     // A client's game VM too.
     let client = mcp
