@@ -4,50 +4,14 @@
 
 mod support;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use base64::Engine as _;
 use serde_json::json;
 use support::free_port;
 use support::lune::HeadlessStudio;
-use support::mcp_client::{Mcp, binary, install_plugin, paired_config_dir};
-
-/// Installs the plugin with the binary itself, into a fresh folder, paired with the
-/// secret in [`paired_config_dir`] (which the hosts of these tests check).
-async fn installed_plugin() -> PathBuf {
-    let file = install_plugin(&paired_config_dir(), &[]).await;
-    let secret = std::fs::read_to_string(paired_config_dir().join("plugin-secret")).unwrap();
-    assert_eq!(
-        studio_bridge::plugin_install::secret_in_model(&std::fs::read(&file).unwrap()),
-        Some(secret.trim().to_owned()),
-        "the installed model carries the current secret"
-    );
-    file
-}
-
-/// The installed plugin in a headless Studio in Edit, connected to a fresh `mcp` host.
-async fn edit_studio() -> (PathBuf, Mcp, HeadlessStudio) {
-    let rbxm = installed_plugin().await;
-    let port = free_port();
-    let mcp = Mcp::spawn_paired(port, &[]).await;
-    let mut studio = HeadlessStudio::start(port, &rbxm, "edit");
-    studio
-        .wait_for_line("[harness] connected context=edit", Duration::from_secs(30))
-        .await;
-    (rbxm, mcp, studio)
-}
-
-/// The contexts `studio_sessions` lists, in its order.
-async fn contexts(mcp: &Mcp) -> Vec<String> {
-    let listed = mcp.ok("studio_sessions", json!({})).await;
-    listed["sessions"]
-        .as_array()
-        .expect("a session list")
-        .iter()
-        .map(|s| s["context"].as_str().expect("a context").to_owned())
-        .collect()
-}
+use support::mcp_client::{Mcp, binary, paired_config_dir};
+use support::studio::{contexts, edit_studio, installed_plugin};
 
 #[tokio::test]
 async fn every_tool_is_answered_by_the_real_plugin_in_edit() {

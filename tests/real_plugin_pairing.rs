@@ -4,26 +4,19 @@
 
 mod support;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::json;
 use support::free_port;
 use support::lune::HeadlessStudio;
-use support::mcp_client::{Mcp, install_plugin, paired_config_dir};
 use support::squatter::{Ploy, Squatter};
-
-/// The plugin installed with the binary itself, paired with [`paired_config_dir`]'s secret.
-async fn installed_plugin() -> (PathBuf, String) {
-    let file = install_plugin(&paired_config_dir(), &[]).await;
-    let secret = std::fs::read_to_string(paired_config_dir().join("plugin-secret")).unwrap();
-    (file, secret.trim().to_owned())
-}
+use support::studio::{edit_studio, installed_plugin, paired_secret};
 
 /// The real plugin against a squatter playing `ploy`: it warns once naming `doctor`,
 /// sends no secret, no proof and no response, and runs nothing.
 async fn squatter_gets_nothing(ploy: Ploy) {
-    let (rbxm, secret) = installed_plugin().await;
+    let rbxm = installed_plugin().await;
+    let secret = paired_secret();
     let port = free_port();
     let squatter = Squatter::start(port, ploy).await;
     let mut studio = HeadlessStudio::start(port, &rbxm, "edit");
@@ -76,13 +69,7 @@ async fn a_squatter_that_skips_the_challenge_gets_no_secret_and_no_exec() {
 
 #[tokio::test]
 async fn the_real_host_proves_itself_and_the_plugin_serves_it() {
-    let (rbxm, _) = installed_plugin().await;
-    let port = free_port();
-    let mcp = Mcp::spawn_paired(port, &[]).await;
-    let mut studio = HeadlessStudio::start(port, &rbxm, "edit");
-    studio
-        .wait_for_line("[harness] connected context=edit", Duration::from_secs(30))
-        .await;
+    let (_, mcp, mut studio) = edit_studio().await;
     let result = mcp
         .ok("studio_exec", json!({"script": "return 1 + 1", "context": "edit"}))
         .await;

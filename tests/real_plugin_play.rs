@@ -10,51 +10,13 @@
 
 mod support;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, ClientRequest, Request};
 use rmcp::service::PeerRequestOptions;
 use serde_json::json;
-use support::free_port;
 use support::lune::HeadlessStudio;
-use support::mcp_client::{Mcp, install_plugin, paired_config_dir};
-
-/// The installed plugin in a headless Studio in Edit, connected to a fresh paired `mcp` host.
-async fn edit_studio() -> (PathBuf, Mcp, HeadlessStudio) {
-    let rbxm = install_plugin(&paired_config_dir(), &[]).await;
-    let port = free_port();
-    let mcp = Mcp::spawn_paired(port, &[]).await;
-    let mut studio = HeadlessStudio::start(port, &rbxm, "edit");
-    studio
-        .wait_for_line("[harness] connected context=edit", Duration::from_secs(30))
-        .await;
-    (rbxm, mcp, studio)
-}
-
-/// The contexts `studio_sessions` lists, in its order.
-async fn contexts(mcp: &Mcp) -> Vec<String> {
-    let listed = mcp.ok("studio_sessions", json!({})).await;
-    listed["sessions"]
-        .as_array()
-        .expect("a session list")
-        .iter()
-        .map(|s| s["context"].as_str().expect("a context").to_owned())
-        .collect()
-}
-
-/// Polls `studio_sessions` until it lists exactly `wanted` (in its order).
-async fn wait_for_contexts(mcp: &Mcp, wanted: &[&str], what: &str) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let now = contexts(mcp).await;
-        if now == wanted {
-            return;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "{what}: sessions are {now:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
+use support::studio::{edit_studio, wait_for_contexts};
 
 /// The harness's lines about tests starting and ending, in order.
 fn test_lines(studio: &mut HeadlessStudio) -> Vec<String> {

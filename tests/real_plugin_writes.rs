@@ -10,7 +10,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -19,7 +19,8 @@ use rmcp::service::PeerRequestOptions;
 use serde_json::{Value as Json, json};
 use support::free_port;
 use support::lune::{lune, repo};
-use support::mcp_client::{Mcp, binary, error_of, install_plugin, paired_config_dir};
+use support::mcp_client::{Mcp, binary, error_of, paired_config_dir};
+use support::studio::installed_plugin;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
@@ -74,10 +75,6 @@ impl Studio {
             }
         }
     }
-}
-
-async fn installed_plugin() -> PathBuf {
-    install_plugin(&paired_config_dir(), &[]).await
 }
 
 /// The plugin in the headless Studio, connected to a fresh paired `mcp` host.

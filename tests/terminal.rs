@@ -10,14 +10,11 @@ use std::time::Duration;
 
 use support::free_port;
 use support::lune::HeadlessStudio;
-use support::mcp_client::{binary, install_plugin, paired_config_dir};
+use support::mcp_client::{binary, paired_config_dir};
+use support::studio::installed_plugin;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
-
-async fn installed_plugin() -> PathBuf {
-    install_plugin(&paired_config_dir(), &[]).await
-}
 
 fn serve(port: u16) -> Child {
     Command::new(binary())

@@ -333,11 +333,7 @@ fn port_check(port: u16, owner: &Owner) -> Check {
             format!("{addr} is held by another program, not studio-bridge ({found})"),
             format!(
                 "stop the program listening on port {port} (find it with `{}`), or run studio-bridge on another port everywhere (--port or STUDIO_BRIDGE_PORT)",
-                if cfg!(windows) {
-                    format!("netstat -ano | findstr :{port}")
-                } else {
-                    format!("lsof -nP -iTCP:{port} -sTCP:LISTEN")
-                }
+                listener_command(port)
             ),
         ),
         Owner::Nobody => Check::warn(
@@ -346,6 +342,15 @@ fn port_check(port: u16, owner: &Owner) -> Check {
                 "nothing listens on {addr}: no studio-bridge host is running (your agent's `studio-bridge mcp`, or `studio-bridge serve`, hosts it)"
             ),
         ),
+    }
+}
+
+/// The command that names the process listening on `port`, on this platform.
+fn listener_command(port: u16) -> String {
+    if cfg!(windows) {
+        format!("netstat -ano | findstr :{port}")
+    } else {
+        format!("lsof -nP -iTCP:{port} -sTCP:LISTEN")
     }
 }
 
@@ -364,11 +369,7 @@ fn proof_check(port: u16, proof: probe::HostProof) -> Check {
             ),
             format!(
                 "stop the process listening on port {port} (find it with `{}`), or run your studio-bridge on another port (--port or STUDIO_BRIDGE_PORT, and the plugin's port setting)",
-                if cfg!(windows) {
-                    format!("netstat -ano | findstr :{port}")
-                } else {
-                    format!("lsof -nP -iTCP:{port} -sTCP:LISTEN")
-                }
+                listener_command(port)
             ),
         ),
     }

@@ -7,6 +7,7 @@ pub mod lune;
 pub mod mcp_client;
 pub mod raw_peer;
 pub mod squatter;
+pub mod studio;
 
 use std::time::{Duration, Instant};
 

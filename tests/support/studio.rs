@@ -1,0 +1,68 @@
+//! What every test of the real plugin starts from (TESTING.md layer 5): the plugin installed
+//! by the binary's own `install-plugin`, paired with [`paired_config_dir`]'s secret, in a
+//! headless Studio under Lune, with a paired `mcp` host.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::free_port;
+use super::lune::HeadlessStudio;
+use super::mcp_client::{Mcp, install_plugin, paired_config_dir};
+
+/// Installs the plugin with the binary itself, into a fresh folder, paired with the secret
+/// in [`paired_config_dir`] (which the hosts of these tests check).
+pub async fn installed_plugin() -> PathBuf {
+    let file = install_plugin(&paired_config_dir(), &[]).await;
+    assert_eq!(
+        studio_bridge::plugin_install::secret_in_model(&std::fs::read(&file).unwrap()),
+        Some(paired_secret()),
+        "the installed model carries the current secret"
+    );
+    file
+}
+
+/// The pairing secret the installed plugins carry.
+pub fn paired_secret() -> String {
+    std::fs::read_to_string(paired_config_dir().join("plugin-secret"))
+        .expect("install-plugin wrote the secret")
+        .trim()
+        .to_owned()
+}
+
+/// The installed plugin in a headless Studio in Edit, connected to a fresh paired host.
+pub async fn edit_studio() -> (PathBuf, Mcp, HeadlessStudio) {
+    let rbxm = installed_plugin().await;
+    let port = free_port();
+    let mcp = Mcp::spawn_paired(port, &[]).await;
+    let mut studio = HeadlessStudio::start(port, &rbxm, "edit");
+    studio
+        .wait_for_line("[harness] connected context=edit", Duration::from_secs(30))
+        .await;
+    (rbxm, mcp, studio)
+}
+
+/// The contexts `studio_sessions` lists, in its order.
+pub async fn contexts(mcp: &Mcp) -> Vec<String> {
+    let listed = mcp.ok("studio_sessions", json!({})).await;
+    listed["sessions"]
+        .as_array()
+        .expect("a session list")
+        .iter()
+        .map(|s| s["context"].as_str().expect("a context").to_owned())
+        .collect()
+}
+
+/// Polls `studio_sessions` until it lists exactly `wanted` (in its order).
+pub async fn wait_for_contexts(mcp: &Mcp, wanted: &[&str], what: &str) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let now = contexts(mcp).await;
+        if now == wanted {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{what}: sessions are {now:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
