@@ -417,8 +417,19 @@ async fn studio_text_reaches_the_terminal_with_its_controls_escaped() {
         handler(move |asked, args| match asked {
             "logs" => Reply::Ok(logs.clone()),
             "exec" => Reply::Ok(exec.clone()),
+            // A plugin error carries Studio text too (an instance's name, say).
+            "query" => Reply::Err("not_found", format!("no instance {HOSTILE}")),
             _ => studio_like()(asked, args),
         }),
+    );
+
+    let output = run(&["query", "--port", &port_text, "Workspace"]).await;
+    assert!(!output.status.success());
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains(&format!("no instance {SHOWN}")), "{stderr:?}");
+    assert!(
+        !has_controls(&stderr),
+        "an error's Studio text is escaped too: {stderr:?}"
     );
 
     let output = run(&["logs", "--port", &port_text]).await;

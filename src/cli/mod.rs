@@ -304,7 +304,11 @@ pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions
             } else {
                 eprintln!(
                     "{}",
-                    err_style.red(&format!("error[{}]: {}", error.code, error.message))
+                    err_style.red(&format!(
+                        "error[{}]: {}",
+                        error.code,
+                        render::escape_controls(&error.message)
+                    ))
                 );
             }
             return ExitCode::FAILURE;
@@ -334,7 +338,7 @@ pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions
             match running.bridge.subscribe(&target, &[event.to_owned()]).await {
                 Ok(events) => Some(events),
                 Err(error) => {
-                    eprintln!("error[{}]: {}", error.code, error.message);
+                    eprintln!("error[{}]: {}", error.code, render::escape_controls(&error.message));
                     return ExitCode::FAILURE;
                 }
             }
@@ -385,7 +389,11 @@ pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions
             Err(error) => {
                 eprintln!(
                     "{}",
-                    err_style.red(&format!("error[{}]: {}", error.code, error.message))
+                    err_style.red(&format!(
+                        "error[{}]: {}",
+                        error.code,
+                        render::escape_controls(&error.message)
+                    ))
                 );
                 Ok(())
             }
