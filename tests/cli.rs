@@ -17,6 +17,8 @@ async fn run(args: &[&str]) -> std::process::Output {
     // The CLI hosts for the length of a call, and its plugins here are fakes (no secret).
     command.args(&args[..1]).arg("--allow-unpaired").args(&args[1..]);
     command.env_remove("STUDIO_BRIDGE_PORT").env("NO_COLOR", "1");
+    // The CLI reads the config file's policy: never the developer's own.
+    command.env("STUDIO_BRIDGE_CONFIG_DIR", support::mcp_client::empty_config_dir());
     tokio::time::timeout(Duration::from_secs(20), command.output())
         .await
         .expect("CLI finished")
