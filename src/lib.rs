@@ -7,6 +7,7 @@
 pub mod bridge;
 pub mod cli;
 pub mod commands;
+pub mod config;
 pub mod human;
 pub mod image;
 pub mod luau;

@@ -32,13 +32,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json, json};
 
+use crate::config::config_dir;
 use crate::protocol::{ErrorCode, ToolError};
 
 /// The config file's name inside the config directory.
 pub const CONFIG_FILE: &str = "config.toml";
-
-/// The user's studio-bridge config directory (shared with the pairing secret).
-pub use crate::bridge::pairing::config_dir;
 
 /// What a call may need, and what a policy may deny.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

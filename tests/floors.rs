@@ -75,6 +75,11 @@ fn offences(src: &Path) -> Vec<String> {
         ("protocol", [&adapters[..], &["policy", "bridge", "luau"]].concat()),
         // Luau checks sit beside the wire format: they know Luau, not sessions or errors.
         ("luau", [&adapters[..], &["policy", "bridge", "protocol"]].concat()),
+        // The config directory sits below the policy and the bridge, which both read it.
+        (
+            "config",
+            [&adapters[..], &["policy", "bridge", "protocol", "luau"]].concat(),
+        ),
     ] {
         for path in sources(&src.join(dir)) {
             let text = std::fs::read_to_string(&path).expect("source file");

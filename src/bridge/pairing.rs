@@ -31,18 +31,10 @@ use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
 use super::token;
+use crate::config::config_dir;
 
 /// The secret's file name inside the config directory.
 pub const SECRET_FILE: &str = "plugin-secret";
-
-/// The user's studio-bridge config directory: `$STUDIO_BRIDGE_CONFIG_DIR` if set, else
-/// `studio-bridge` in the platform's config directory (`~/.config` on Linux).
-pub fn config_dir() -> Option<PathBuf> {
-    match std::env::var_os("STUDIO_BRIDGE_CONFIG_DIR") {
-        Some(dir) if !dir.is_empty() => Some(PathBuf::from(dir)),
-        _ => dirs::config_dir().map(|d| d.join("studio-bridge")),
-    }
-}
 
 /// Where the pairing secret lives, if this platform has a config directory.
 pub fn secret_path() -> Option<PathBuf> {

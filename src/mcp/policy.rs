@@ -3,7 +3,7 @@
 //! terminal; this module names it where the MCP adapter looks for it, and tests it over
 //! the real command table.
 
-pub use crate::policy::{ActivePolicy, CONFIG_FILE, Capabilities, Capability, Policy, PolicyFlags, config_dir};
+pub use crate::policy::{ActivePolicy, CONFIG_FILE, Capabilities, Capability, Policy, PolicyFlags};
 
 #[cfg(test)]
 mod tests {
