@@ -7,9 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Command, Invocation, Kind, Output, Spec};
 use crate::bridge::SessionInfo;
-// The policy report lives with the policy (`crate::policy`); named here too, where the
-// MCP adapter looks for it.
-pub use crate::policy::ActivePolicy;
+use crate::policy::ActivePolicy;
 use crate::protocol::{Context, ToolError};
 
 #[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]

@@ -26,10 +26,9 @@ use serde_json::Value as Json;
 use tokio::sync::mpsc;
 
 use crate::bridge::{Bridge, CallHooks, PROGRESS_QUEUE, Progress, Target};
-use crate::commands::sessions::ActivePolicy;
 use crate::commands::{self, Body, DynCommand, InvocationParts, Kind, Limits, Output};
+use crate::policy::{ActivePolicy, Policy};
 use crate::protocol::{SERVER_VERSION, ToolError};
-use policy::Policy;
 use splice::Splicer;
 
 const TOOL_PREFIX: &str = "studio_";

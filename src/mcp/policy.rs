@@ -1,16 +1,13 @@
 //! The policy as the MCP surface applies it: what `tools/list` offers and which calls are
 //! refused. The policy itself lives in [`crate::policy`], shared with the CLI and the
-//! terminal; this module names it where the MCP adapter looks for it, and tests it over
-//! the real command table.
-
-pub use crate::policy::{ActivePolicy, CONFIG_FILE, Capabilities, Capability, Policy, PolicyFlags};
+//! terminal; this module tests it over the real command table.
 
 #[cfg(test)]
 mod tests {
     use serde_json::{Map, Value as Json, json};
 
-    use super::*;
     use crate::commands::{self, DynCommand};
+    use crate::policy::{Policy, PolicyFlags};
     use crate::protocol::ErrorCode;
 
     fn load(flags: PolicyFlags) -> Policy {
