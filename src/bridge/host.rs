@@ -22,7 +22,7 @@ use tokio_util::task::TaskTracker;
 use super::budget::{CappedListener, Pending, ReadBudget};
 use super::pairing::Pairing;
 use super::registry::Registry;
-use super::{connection, origin, peer_server, token};
+use super::{connection, origin, peer_server, secret_file, token};
 use crate::protocol::{PROTOCOL_VERSION, SERVER_VERSION};
 
 /// Settings of a bridge host.
@@ -91,8 +91,8 @@ impl Host {
         // The token is on disk before anything is served, so a peer that finds this host
         // can always authenticate.
         let token_path = token::token_path(addr.port());
-        let token = token::generate()
-            .and_then(|t| token::write(&token_path, &t).map(|()| t))
+        let token = secret_file::generate()
+            .and_then(|t| secret_file::write(&token_path, &t).map(|()| t))
             .map_err(|source| BindError::Other {
                 port: addr.port(),
                 source,
@@ -145,7 +145,7 @@ impl Host {
         self.shutdown.cancel();
         self.connections.close();
         let _ = tokio::time::timeout(Duration::from_millis(500), self.connections.wait()).await;
-        if token::read(&self.token_path).as_deref() == Some(&*self.token) {
+        if secret_file::read(&self.token_path).as_deref() == Some(&*self.token) {
             let _ = std::fs::remove_file(&self.token_path);
         }
     }

@@ -23,6 +23,7 @@ pub mod peer_server;
 pub mod probe;
 pub mod registry;
 pub mod resolve;
+pub mod secret_file;
 pub mod token;
 mod turns;
 
@@ -531,7 +532,7 @@ async fn join(
 ) -> Result<Arc<PeerLink>, ConnectError> {
     let path = token::token_path(port);
     loop {
-        let token = token::read(&path).unwrap_or_default();
+        let token = secret_file::read(&path).unwrap_or_default();
         match PeerLink::connect(&format!("127.0.0.1:{port}"), port, &token, max_message_bytes).await {
             Err(ConnectError::Unauthorized) if tokio::time::Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(100)).await;

@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
-use super::token;
+use super::secret_file;
 use crate::config::config_dir;
 
 /// The secret's file name inside the config directory.
@@ -43,7 +43,7 @@ pub fn secret_path() -> Option<PathBuf> {
 
 /// The secret in `path`, if there is one.
 pub fn read_secret(path: &Path) -> Option<String> {
-    token::read(path)
+    secret_file::read(path)
 }
 
 /// The secret in `path`, created (0600 on Unix) when there is none yet. Two installs
@@ -53,9 +53,9 @@ pub fn ensure_secret(path: &Path) -> std::io::Result<String> {
     if let Some(secret) = read_secret(path) {
         return Ok(secret);
     }
-    let fresh = token::generate()?;
+    let fresh = secret_file::generate()?;
     let staged = path.with_file_name(format!(".{SECRET_FILE}.{}.new", std::process::id()));
-    token::write(&staged, &fresh)?;
+    secret_file::write(&staged, &fresh)?;
     let linked = std::fs::hard_link(&staged, path);
     let _ = std::fs::remove_file(&staged);
     match linked {
@@ -69,8 +69,8 @@ pub fn ensure_secret(path: &Path) -> std::io::Result<String> {
 
 /// Replaces the secret in `path` with a new one: every plugin installed before is refused.
 pub fn rotate_secret(path: &Path) -> std::io::Result<String> {
-    let fresh = token::generate()?;
-    token::write(path, &fresh)?;
+    let fresh = secret_file::generate()?;
+    secret_file::write(path, &fresh)?;
     Ok(fresh)
 }
 
