@@ -23,6 +23,11 @@ fn studio() -> support::fake_plugin::Handler {
                 .collect();
             Reply::Ok(value_map(vec![("created", Value::Array(created))]))
         }
+        "script_edit" => Reply::Ok(value_map(vec![
+            ("hash", "0123abcd-4".into()),
+            ("lineCount", 1.into()),
+            ("path", args["path"].clone()),
+        ])),
         "test_run" => Reply::Ok(value_map(vec![
             ("success", true.into()),
             ("returns", Value::Array(vec![])),
@@ -157,12 +162,50 @@ async fn exec_and_test_run_with_check_answer_a_syntax_error_without_a_round_trip
 }
 
 #[tokio::test]
+async fn a_broken_whole_source_edit_is_refused_and_nothing_is_written() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let plugin = FakePlugin::connect(port, Identity::edit("A"), studio()).await;
+
+    let path = "ServerScriptService.Main";
+    let broken = "local function f()\n\treturn 1\n";
+    let error = mcp
+        .err(
+            "studio_script_edit",
+            json!({"path": path, "source": broken, "expectedHash": "h"}),
+        )
+        .await;
+    assert_eq!(error["code"], "syntax_error", "{error}");
+    let message = error["message"].as_str().unwrap();
+    assert!(message.starts_with("source: line 3: "), "{message}");
+    assert!(message.contains("check: false"), "{message}");
+    assert_eq!(error["details"]["errors"][0]["line"], 3, "{error}");
+    assert!(
+        actions(&plugin).is_empty(),
+        "nothing reached Studio: {:?}",
+        actions(&plugin)
+    );
+
+    mcp.ok("studio_script_edit", json!({"path": path, "source": MODERN}))
+        .await;
+    mcp.ok(
+        "studio_script_edit",
+        json!({"path": path, "source": broken, "check": false}),
+    )
+    .await;
+    let log = plugin.log();
+    assert_eq!(actions(&plugin), ["script_edit", "script_edit"]);
+    assert_eq!(log.requests[1].args["source"].as_str(), Some(broken));
+    assert!(log.requests[1].args["check"].is_nil(), "check is the host's");
+}
+
+#[tokio::test]
 async fn check_is_accepted_but_costs_the_catalogue_nothing() {
     // The catalogue's byte budget is spent (src/mcp/mod.rs): `check` is taken, as the
     // terminal's `env` is, without a place in the schema; the error that needs it names it.
     let mcp = Mcp::spawn(free_port(), &[]).await;
     let tools = mcp.client.list_all_tools().await.unwrap();
-    for name in ["studio_create", "studio_exec", "studio_test_run"] {
+    for name in ["studio_create", "studio_exec", "studio_test_run", "studio_script_edit"] {
         let tool = tools.iter().find(|t| t.name == name).expect(name);
         assert!(tool.input_schema["properties"].get("check").is_none(), "{name}");
     }
