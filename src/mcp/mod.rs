@@ -6,8 +6,8 @@
 //! the agent sees). It holds no command-specific logic.
 
 mod backlog;
-mod nesting;
 pub mod policy;
+mod reader;
 mod splice;
 pub mod transport;
 
@@ -155,10 +155,10 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        if nesting::is_too_deep(&request.name) {
+        if reader::is_too_deep(&request.name) {
             return Err(McpError::new(
                 rmcp::model::ErrorCode::PARSE_ERROR,
-                nesting::too_deep_message(),
+                reader::too_deep_message(),
                 None,
             ));
         }
@@ -312,7 +312,7 @@ pub async fn serve_stdio(bridge: Bridge, limits: Limits, policy: Policy) -> anyh
         Arc::clone(&backlog),
     );
     let transport = transport::StdioTransport::new(
-        nesting::NestingGuard::new(stdin, Arc::clone(&backlog)),
+        reader::LineReader::new(stdin, Arc::clone(&backlog)),
         stdout,
         splicer,
         backlog,

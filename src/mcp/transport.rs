@@ -18,7 +18,7 @@
 //! spawns for it ([`send`]). What rmcp's stdio transport does besides, this one does
 //! the same way: a line that is not JSON is skipped, and JSON that is not a message is
 //! answered `Invalid request`.
-//! Lines longer than rmcp's limit never get here: the reader beneath (`nesting.rs`)
+//! Lines longer than rmcp's limit never get here: the reader beneath (`reader.rs`)
 //! replaces each with a stand-in that this transport answers "request too large", with
 //! the line's id when its start held one.
 //!
@@ -49,7 +49,7 @@ use tokio_util::bytes::BytesMut;
 use tokio_util::codec::{Decoder as _, Encoder, FramedWrite};
 
 use super::backlog::Backlog;
-use super::nesting::{TOO_LARGE_START, too_large_message};
+use super::reader::{TOO_LARGE_START, too_large_message};
 use super::splice::Splicer;
 
 type Writer<W> = FramedWrite<W, LineEncoder>;
@@ -176,7 +176,7 @@ where
 }
 
 impl<R, W: AsyncWrite + Send + Unpin + 'static> StdioTransport<R, W> {
-    /// Answers the stand-in for a line over the limit (`nesting.rs`): "request too large"
+    /// Answers the stand-in for a line over the limit (`reader.rs`): "request too large"
     /// for its id, or without an id when none was read.
     fn answer_too_large(&mut self, line: &[u8]) {
         #[derive(Deserialize)]
@@ -532,7 +532,7 @@ mod tests {
     /// Through the reader stdin is read with, which replaces the long line.
     #[tokio::test]
     async fn json_that_is_not_a_message_and_a_long_line_are_answered_without_an_id() {
-        use crate::mcp::nesting::{MAX_LINE_BYTES, NestingGuard};
+        use crate::mcp::reader::{LineReader, MAX_LINE_BYTES};
         let long = format!("{{\"x\":\"{}\"}}\n", "a".repeat(MAX_LINE_BYTES));
         let input = format!(
             "{long}[1,2]\n{}\n",
@@ -541,7 +541,7 @@ mod tests {
         let (writer, mut reader) = tokio::io::duplex(1 << 16);
         let backlog = Backlog::new();
         let mut transport = StdioTransport::new(
-            NestingGuard::new(input.as_bytes(), Arc::clone(&backlog)),
+            LineReader::new(input.as_bytes(), Arc::clone(&backlog)),
             writer,
             Splicer::new(),
             Arc::clone(&backlog),
@@ -566,7 +566,7 @@ mod tests {
     #[tokio::test]
     async fn only_what_rmcp_is_handed_as_a_request_is_counted_and_every_answer_counts_it_out() {
         use crate::mcp::backlog::AnswerCounter;
-        use crate::mcp::nesting::{MAX_LINE_BYTES, NestingGuard};
+        use crate::mcp::reader::{LineReader, MAX_LINE_BYTES};
         let long = "a".repeat(MAX_LINE_BYTES);
         let mut input = String::new();
         for _ in 0..2000 {
@@ -580,7 +580,7 @@ mod tests {
         let (writer, mut reader) = tokio::io::duplex(1 << 20);
         let backlog = Backlog::new();
         let mut transport = StdioTransport::new(
-            NestingGuard::new(input.as_bytes(), Arc::clone(&backlog)),
+            LineReader::new(input.as_bytes(), Arc::clone(&backlog)),
             AnswerCounter::new(writer, Arc::clone(&backlog)),
             Splicer::new(),
             Arc::clone(&backlog),

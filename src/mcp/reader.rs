@@ -1,4 +1,5 @@
-//! Every request gets an answer, even one nested too deep to parse.
+//! The reader between stdin and rmcp: it bounds lines, paces reads and keeps the backlog
+//! (below). Every request gets an answer, even one nested too deep to parse.
 //!
 //! serde_json refuses JSON nested deeper than 128 levels, and rmcp's stdio reader drops a
 //! line that fails to parse without answering it (it cannot read the id of a line it
@@ -92,8 +93,9 @@ pub fn too_deep_message() -> String {
     )
 }
 
-/// Reads lines from `inner` and hands them on, replacing any line nested too deep.
-pub struct NestingGuard<R> {
+/// Reads lines from `inner` and hands them on, replacing any line nested too deep or too
+/// long, a turn at a time while the backlog has room.
+pub struct LineReader<R> {
     inner: R,
     /// Bytes read but not yet ending in a newline.
     partial: Vec<u8>,
@@ -111,9 +113,9 @@ pub struct NestingGuard<R> {
     discarding: bool,
 }
 
-impl<R> NestingGuard<R> {
-    pub fn new(inner: R, backlog: Arc<Backlog>) -> NestingGuard<R> {
-        NestingGuard {
+impl<R> LineReader<R> {
+    pub fn new(inner: R, backlog: Arc<Backlog>) -> LineReader<R> {
+        LineReader {
             inner,
             partial: Vec::new(),
             ready: Vec::new(),
@@ -160,7 +162,7 @@ impl<R> NestingGuard<R> {
     }
 }
 
-impl<R: AsyncRead + Unpin> AsyncRead for NestingGuard<R> {
+impl<R: AsyncRead + Unpin> AsyncRead for LineReader<R> {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let this = &mut *self;
         loop {
@@ -395,7 +397,7 @@ mod tests {
     }
 
     async fn through_guard(input: &str) -> String {
-        let mut guard = NestingGuard::new(input.as_bytes(), Backlog::new());
+        let mut guard = LineReader::new(input.as_bytes(), Backlog::new());
         let mut out = String::new();
         guard.read_to_string(&mut out).await.unwrap();
         out
@@ -414,7 +416,7 @@ mod tests {
     #[test]
     fn a_burst_is_handed_on_a_turn_at_a_time_and_unchanged() {
         let input: String = (0..100).map(|n| format!("{}\n", call(&n.to_string(), 2))).collect();
-        let mut guard = NestingGuard::new(input.as_bytes(), Backlog::new());
+        let mut guard = LineReader::new(input.as_bytes(), Backlog::new());
         let waker = futures_util::task::noop_waker();
         let mut cx = Context::from_waker(&waker);
         let mut space = vec![0u8; 1 << 20];
@@ -448,7 +450,7 @@ mod tests {
         // The id comes after the limit: not known.
         let id_too_late = format!(r#"{{"params":{{"x":"{long}"}},"id":9}}"#);
         let input = format!("{}\n{with_id}\n{long}\n{id_too_late}\n{}\n", call("1", 2), call("2", 2));
-        let mut guard = NestingGuard::new(input.as_bytes(), Backlog::new());
+        let mut guard = LineReader::new(input.as_bytes(), Backlog::new());
         let mut out = String::new();
         guard.read_to_string(&mut out).await.unwrap();
         assert_eq!(
