@@ -82,7 +82,7 @@ pub async fn serve_plugin(
         return;
     }
     // Only the socket's first hello is proven: the playtest sessions it carries later
-    // (`Carried::open`) are vouched for by this paired connection.
+    // (`CarriedSessions::open`) are vouched for by this paired connection.
     let proven = handshake(&mut sink, &mut stream, framing, &hello, &pairing).await;
     identified();
     if let Err(message) = proven {
@@ -111,7 +111,7 @@ pub async fn serve_plugin(
         multiplex: true,
     });
     tracing::info!(session = %session_id, context = %hello.context, place = %hello.place_name, "plugin connected");
-    let mut carried = Carried {
+    let mut carried = CarriedSessions {
         own_session: session_id.clone(),
         own_instance: hello.instance_id.clone(),
         channels: HashMap::new(),
@@ -191,7 +191,7 @@ const MAX_CARRIED: usize = 32;
 
 /// The sessions one socket carries besides its own (PROTOCOL.md, Sessions): the Play
 /// server and clients that the edit plugin multiplexes, each with its own link.
-struct Carried {
+struct CarriedSessions {
     own_session: String,
     own_instance: String,
     channels: HashMap<String, Channel>,
@@ -202,7 +202,7 @@ struct Channel {
     generation: u64,
 }
 
-impl Carried {
+impl CarriedSessions {
     /// The link a message with `session` belongs to; `None` when that session is not
     /// carried here (its answer is dropped).
     fn link<'a>(&'a self, own: &'a Arc<Link>, session: Option<&str>) -> Option<(&'a Arc<Link>, &'a str)> {
@@ -348,7 +348,7 @@ async fn read_loop(
     stream: &mut SplitStream<WebSocket>,
     link: &Arc<Link>,
     registry: &Registry,
-    carried: &mut Carried,
+    carried: &mut CarriedSessions,
     shutdown: &CancellationToken,
 ) -> End {
     let session_id = carried.own_session.clone();
