@@ -20,9 +20,8 @@ use super::pairing::{self, Pairing, Plan};
 use super::registry::{Link, Outbound, Registry};
 use super::turns::Turns;
 use super::{Progress, SessionEvent};
-use crate::protocol::messages::{
-    FrameError, Framing, Hello, HostMessage, PluginFailure, PluginMessage, Routed, encode_frame,
-};
+use crate::protocol::frame::FrameError;
+use crate::protocol::messages::{Framing, Hello, HostMessage, PluginFailure, PluginMessage, Routed, encode_frame};
 use crate::protocol::{Context, ErrorCode, PROTOCOL_VERSION, SERVER_VERSION, ToolError, value};
 
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);

@@ -16,6 +16,7 @@ use rmpv::Value as Msgpack;
 use serde::Serialize;
 
 use super::Context;
+use super::frame::{Fields, FrameError, MAX_DEPTH, as_f64, into_string};
 use super::raw::{self, RawValue};
 
 /// How a plugin frames its messages; the host answers each plugin in the framing of
@@ -27,25 +28,6 @@ pub enum Framing {
     /// A text WebSocket message holding standard padded base64 of the msgpack bytes
     /// (what Studio's `WebStreamClient:Send(string)` can produce).
     Base64Text,
-}
-
-/// Why an inbound frame could not be understood.
-#[derive(Debug, thiserror::Error)]
-pub enum FrameError {
-    #[error("text frame is not valid base64: {0}")]
-    Base64(#[from] base64::DecodeError),
-    #[error("frame is not valid msgpack: {0}")]
-    Msgpack(#[from] rmpv::decode::Error),
-    #[error("frame is not a msgpack map with a string key `t`")]
-    NotAMessage,
-    #[error("`{field}` is missing or has the wrong type in a `{kind}` message")]
-    BadField { kind: &'static str, field: &'static str },
-    #[error("frame is {size} bytes; the limit is {limit} bytes")]
-    TooLarge { size: usize, limit: usize },
-    #[error("frame is not valid msgpack: a length runs past its end")]
-    Truncated,
-    #[error("frame nests arrays and maps too deep")]
-    TooDeep,
 }
 
 /// The length of each side's pairing nonce, in bytes (PROTOCOL.md, "Pairing is mutual").
@@ -150,12 +132,6 @@ fn check_base64_size(payload: &[u8], limit: usize) -> Result<(), FrameError> {
     Ok(())
 }
 
-/// Nesting budget of a frame, in rmpv's units (each array or map level costs two), so
-/// about 255 levels. Real messages nest a few dozen levels at most (a `query` at depth 10
-/// is about 40); a garbage or hostile frame nested deeper must be rejected, not recursed
-/// into until the host's stack overflows.
-pub const MAX_DEPTH: usize = 512;
-
 /// Encodes an outbound message in the given framing.
 pub fn encode_frame<T: Serialize>(message: &T, framing: Framing) -> Frame {
     // Serializing our own plain structs to a Vec cannot fail.
@@ -174,22 +150,6 @@ pub enum Frame {
 }
 
 impl PluginMessage {
-    /// Takes a decoded frame apart. Consumes the value so that large payloads move.
-    pub fn parse(value: Msgpack) -> Result<PluginMessage, FrameError> {
-        Self::parse_routed(value).map(|routed| routed.message)
-    }
-
-    /// As [`PluginMessage::parse`], keeping the `session` a multiplexed message carries
-    /// (PROTOCOL.md, Sessions). A `hello`'s own `sessionId` names its session instead.
-    pub fn parse_routed(value: Msgpack) -> Result<Routed, FrameError> {
-        let Msgpack::Map(entries) = value else {
-            return Err(FrameError::NotAMessage);
-        };
-        let mut fields = Fields(entries);
-        let result = fields.take("result").map(|result| RawValue::encode(&result));
-        Self::routed(fields, result)
-    }
-
     /// Decodes one WebSocket message's payload into a message, keeping a response's
     /// `result` as the bytes it came in (see [`super::raw`]): the hot path.
     pub fn decode_routed(payload: Bytes, framing: Framing, limit: usize) -> Result<Routed, FrameError> {
@@ -374,53 +334,10 @@ fn parse_failure(error: Option<Msgpack>) -> PluginFailure {
     }
 }
 
-/// The entries of a msgpack map, taken out by key.
-pub(crate) struct Fields(pub(crate) Vec<(Msgpack, Msgpack)>);
-
-impl Fields {
-    pub(crate) fn take(&mut self, key: &str) -> Option<Msgpack> {
-        let index = self.0.iter().position(|(k, _)| k.as_str() == Some(key))?;
-        Some(std::mem::replace(&mut self.0[index].1, Msgpack::Nil))
-    }
-
-    pub(crate) fn uint(&mut self, kind: &'static str, field: &'static str) -> Result<u64, FrameError> {
-        self.take(field)
-            .as_ref()
-            .and_then(as_u64)
-            .ok_or(FrameError::BadField { kind, field })
-    }
-}
-
-pub(crate) fn into_string(value: Msgpack) -> Option<String> {
-    match value {
-        Msgpack::String(s) => s.into_str(),
-        _ => None,
-    }
-}
-
-/// Luau numbers are doubles, so ids and counts may arrive as whole floats.
-pub(crate) fn as_u64(value: &Msgpack) -> Option<u64> {
-    match value {
-        Msgpack::Integer(i) => i.as_u64(),
-        Msgpack::F64(f) if f.fract() == 0.0 && *f >= 0.0 && *f < 1.8e19 => Some(*f as u64),
-        Msgpack::F32(f) if f.fract() == 0.0 && *f >= 0.0 => Some(*f as u64),
-        _ => None,
-    }
-}
-
 fn as_i64(value: &Msgpack) -> Option<i64> {
     match value {
         Msgpack::Integer(i) => i.as_i64(),
         Msgpack::F64(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => Some(*f as i64),
-        _ => None,
-    }
-}
-
-pub(crate) fn as_f64(value: &Msgpack) -> Option<f64> {
-    match value {
-        Msgpack::Integer(i) => i.as_f64(),
-        Msgpack::F64(f) => Some(*f),
-        Msgpack::F32(f) => Some(f64::from(*f)),
         _ => None,
     }
 }
@@ -489,6 +406,15 @@ mod tests {
         out
     }
 
+    /// A message as a plugin sends it, decoded as the host decodes every message.
+    fn parse_routed(value: Msgpack) -> Result<Routed, FrameError> {
+        PluginMessage::decode_routed(Bytes::from(bytes_of(&value)), Framing::Binary, usize::MAX)
+    }
+
+    fn parse(value: Msgpack) -> Result<PluginMessage, FrameError> {
+        parse_routed(value).map(|routed| routed.message)
+    }
+
     fn hello() -> Msgpack {
         map(vec![
             ("t", "hello".into()),
@@ -515,21 +441,18 @@ mod tests {
             ("session", "s-server".into()),
             ("result", 1.into()),
         ]);
-        let routed = PluginMessage::parse_routed(response).unwrap();
+        let routed = parse_routed(response).unwrap();
         assert_eq!(routed.session.as_deref(), Some("s-server"));
         assert!(matches!(routed.message, PluginMessage::Response { id: 7, .. }));
-        let own = PluginMessage::parse_routed(map(vec![("t", "pong".into()), ("n", 1.into())])).unwrap();
+        let own = parse_routed(map(vec![("t", "pong".into()), ("n", 1.into())])).unwrap();
         assert_eq!(own.session, None);
-        let bye = PluginMessage::parse_routed(map(vec![("t", "bye".into()), ("session", "s".into())])).unwrap();
+        let bye = parse_routed(map(vec![("t", "bye".into()), ("session", "s".into())])).unwrap();
         assert_eq!(bye.message, PluginMessage::Bye);
         assert!(
-            PluginMessage::parse_routed(map(vec![("t", "bye".into())])).is_err(),
+            parse_routed(map(vec![("t", "bye".into())])).is_err(),
             "a bye names its session"
         );
-        assert!(
-            PluginMessage::parse_routed(map(vec![("t", "pong".into()), ("n", 1.into()), ("session", 5.into())]))
-                .is_err()
-        );
+        assert!(parse_routed(map(vec![("t", "pong".into()), ("n", 1.into()), ("session", 5.into())])).is_err());
     }
 
     #[test]
@@ -564,7 +487,7 @@ mod tests {
             (BASE64.encode(&bytes).into_bytes(), Framing::Base64Text),
         ] {
             let value = decode_frame(&payload, framing, 1 << 20).unwrap();
-            let PluginMessage::Hello(h) = PluginMessage::parse(value).unwrap() else {
+            let PluginMessage::Hello(h) = parse(value).unwrap() else {
                 panic!("not a hello");
             };
             assert_eq!(h.session_id, "s1");
@@ -580,7 +503,7 @@ mod tests {
             unreachable!()
         };
         entries.retain(|(k, _)| k.as_str() != Some("sessionId"));
-        let err = PluginMessage::parse(Msgpack::Map(entries)).unwrap_err();
+        let err = parse(Msgpack::Map(entries)).unwrap_err();
         assert!(err.to_string().contains("sessionId"), "{err}");
     }
 
@@ -597,7 +520,7 @@ mod tests {
             outcome: Ok(RawValue::encode(&5.into())),
         };
         let frame = Bytes::from(bytes_of(&ok));
-        assert_eq!(PluginMessage::parse(ok).unwrap(), expected);
+        assert_eq!(parse(ok).unwrap(), expected);
         assert_eq!(
             PluginMessage::decode_routed(frame, Framing::Binary, 1024)
                 .unwrap()
@@ -617,7 +540,7 @@ mod tests {
         let PluginMessage::Response {
             id: 8,
             outcome: Err(failure),
-        } = PluginMessage::parse(err).unwrap()
+        } = parse(err).unwrap()
         else {
             panic!("not an error response");
         };
@@ -632,13 +555,10 @@ mod tests {
             "truncated map"
         );
         assert!(decode_frame(b"!!notbase64", Framing::Base64Text, 1024).is_err());
-        assert!(PluginMessage::parse(Msgpack::from(3)).is_err());
-        assert!(PluginMessage::parse(map(vec![("x", 1.into())])).is_err());
+        assert!(parse(Msgpack::from(3)).is_err());
+        assert!(parse(map(vec![("x", 1.into())])).is_err());
         let unknown = map(vec![("t", "teleport".into())]);
-        assert_eq!(
-            PluginMessage::parse(unknown).unwrap(),
-            PluginMessage::Unknown("teleport".into())
-        );
+        assert_eq!(parse(unknown).unwrap(), PluginMessage::Unknown("teleport".into()));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! the msgpack ⇄ JSON value mapping.
 
 pub mod error;
+pub mod frame;
 pub mod messages;
 pub mod peer;
 pub mod raw;

@@ -6,7 +6,8 @@ use bytes::Bytes;
 use rmpv::Value as Msgpack;
 use serde::Serialize;
 
-use super::messages::{Fields, FrameError, Framing, as_f64, as_u64, decode_frame, into_string};
+use super::frame::{Fields, FrameError, as_f64, as_u64, into_string};
+use super::messages::{Framing, decode_frame};
 use super::raw::{self, RawValue};
 use super::{Context, ErrorCode, Ran, Target, ToolError, value};
 

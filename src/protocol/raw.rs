@@ -16,11 +16,11 @@
 use bytes::Bytes;
 use rmpv::Value as Msgpack;
 
-use super::messages::{Fields, FrameError};
+use super::frame::{Fields, FrameError};
 
 /// Deepest nesting of arrays and maps accepted in a raw value, as
-/// [`super::messages::MAX_DEPTH`] allows a decoded one (rmpv counts two a level).
-pub const MAX_LEVELS: usize = super::messages::MAX_DEPTH / 2 - 1;
+/// [`super::frame::MAX_DEPTH`] allows a decoded one (rmpv counts two a level).
+pub const MAX_LEVELS: usize = super::frame::MAX_DEPTH / 2 - 1;
 
 /// One msgpack value, validated, as its encoded bytes, and how deep it nests (found by
 /// the validation, so that whoever writes it out need not walk it again to know).
@@ -92,7 +92,7 @@ impl RawValue {
         let mut reader = &self.bytes[..];
         Ok(rmpv::decode::read_value_with_max_depth(
             &mut reader,
-            super::messages::MAX_DEPTH,
+            super::frame::MAX_DEPTH,
         )?)
     }
 }
@@ -335,7 +335,7 @@ pub(crate) fn split_message(frame: &Bytes, raw: &str, limit: usize) -> Result<(F
         }
         let mut slice = &frame[key_start..end];
         let key = rmpv::decode::read_value(&mut slice)?;
-        let value = rmpv::decode::read_value_with_max_depth(&mut slice, super::messages::MAX_DEPTH)?;
+        let value = rmpv::decode::read_value_with_max_depth(&mut slice, super::frame::MAX_DEPTH)?;
         fields.push((key, value));
     }
     if reader.pos() != frame.len() {
