@@ -16,8 +16,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::budget;
 use super::events::{Admit, EventBudget};
+use super::link::{Link, Outbound};
 use super::pairing::{self, Pairing, Plan};
-use super::registry::{Link, Outbound, Registry};
+use super::registry::Registry;
 use super::turns::Turns;
 use super::{Progress, SessionEvent};
 use crate::protocol::frame::FrameError;

@@ -15,6 +15,7 @@ pub mod budget;
 pub mod connection;
 pub mod events;
 pub mod host;
+pub mod link;
 pub mod liveness;
 pub mod origin;
 pub mod pairing;

@@ -23,8 +23,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::connection::write_loop;
 use super::events::{self, EventSink};
+use super::link::Outbound;
 use super::liveness::{self, Silence};
-use super::registry::{self, Outbound, Registry};
+use super::registry::{self, Registry};
 use super::turns::Turns;
 use super::{Call, CallHooks, PROGRESS_QUEUE, Progress, SessionEvent, Target};
 use crate::protocol::messages::Frame;
@@ -37,7 +38,7 @@ use crate::protocol::{ErrorCode, ToolError, value};
 pub const CLOSE_HOST_SHUTDOWN: u16 = 4002;
 
 /// Calls and subscriptions one peer may have open at once; past this, `busy`. Above the
-/// per-session cap (`registry::MAX_IN_FLIGHT`), so that one agent may use several
+/// per-session cap (`link::MAX_IN_FLIGHT`), so that one agent may use several
 /// Studios at full rate, but a bound on what one peer makes the host hold.
 pub const PEER_MAX_IN_FLIGHT: usize = 1024;
 

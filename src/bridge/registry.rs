@@ -6,19 +6,19 @@
 //! critical section is a few map operations. Waiters sleep on a `watch` channel that is
 //! bumped on every change to the set of sessions.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::protocol::raw::RawValue;
 use serde::Serialize;
-use tokio::sync::{broadcast, mpsc, oneshot, watch};
+use tokio::sync::{broadcast, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
+use super::link::{Link, MAX_IN_FLIGHT, Pending, Registered, lock};
 use super::resolve::{Candidate, Choice, Target, resolve};
-use super::{Call, CallHooks, Progress, Reply, SessionEvent};
-use crate::protocol::messages::{Frame, Framing, Hello, HostMessage, encode_frame};
+use super::{Call, CallHooks, Reply, SessionEvent};
+use crate::protocol::messages::{Hello, HostMessage};
 use crate::protocol::{Context, ErrorCode, Ran, ToolError};
 
 /// How long a dropped session stays `reconnecting` before it is removed.
@@ -49,131 +49,6 @@ pub struct SessionInfo {
     pub uptime_ms: u64,
 }
 
-/// What the connection task is told to send.
-#[derive(Debug)]
-pub enum Outbound {
-    Frame(Frame),
-    /// Close the WebSocket with this code and reason, then stop.
-    Close(u16, &'static str),
-    /// A WebSocket Ping (the peer link's liveness check, see `liveness.rs`).
-    Ping,
-}
-
-/// Calls one session may have in flight at once. Studio runs a plugin's work on one
-/// thread, so calls beyond a few dozen only queue there; past this many a caller (an
-/// agent's pipelined burst, a peer opening thousands of calls) gets `busy` at once, and
-/// the host's memory for one session's calls stays bounded. Each session has its own
-/// count, so a flood on one leaves room on every other.
-pub const MAX_IN_FLIGHT: usize = 256;
-
-/// One live plugin connection: where to send frames and who waits for answers.
-pub struct Link {
-    framing: Framing,
-    outbound: mpsc::UnboundedSender<Outbound>,
-    pending: Mutex<HashMap<u64, Pending>>,
-    closed: AtomicBool,
-    /// For a multiplexed session (a playtest DataModel carried over its edit plugin's
-    /// socket): its sessionId, stamped on every request and cancel sent through here.
-    channel: Option<String>,
-}
-
-enum Registered {
-    Yes,
-    Closed,
-    Full,
-}
-
-struct Pending {
-    reply: oneshot::Sender<Result<RawValue, ToolError>>,
-    progress: Option<mpsc::Sender<Progress>>,
-}
-
-impl Link {
-    pub fn new(framing: Framing, outbound: mpsc::UnboundedSender<Outbound>) -> Arc<Link> {
-        Arc::new(Link {
-            framing,
-            outbound,
-            pending: Mutex::new(HashMap::new()),
-            closed: AtomicBool::new(false),
-            channel: None,
-        })
-    }
-
-    /// A link for a session multiplexed over this link's socket: it shares the socket
-    /// and keeps its own calls in flight.
-    pub fn channel(&self, session_id: String) -> Arc<Link> {
-        Arc::new(Link {
-            framing: self.framing,
-            outbound: self.outbound.clone(),
-            pending: Mutex::new(HashMap::new()),
-            closed: AtomicBool::new(false),
-            channel: Some(session_id),
-        })
-    }
-
-    pub fn send(&self, message: &HostMessage<'_>) -> bool {
-        self.outbound
-            .send(Outbound::Frame(encode_frame(message, self.framing)))
-            .is_ok()
-    }
-
-    /// Closes the socket. A multiplexed session's link only stops taking calls: the
-    /// socket belongs to its edit session and every other session it carries.
-    pub fn close(&self, code: u16, reason: &'static str) {
-        if self.channel.is_some() {
-            self.closed.store(true, Ordering::SeqCst);
-            return;
-        }
-        let _ = self.outbound.send(Outbound::Close(code, reason));
-    }
-
-    /// Delivers a plugin's `response`. Returns false if nobody waits for `id` any more
-    /// (it timed out or was cancelled): the response is then dropped.
-    pub fn resolve(&self, id: u64, outcome: Result<RawValue, ToolError>) -> bool {
-        let waiter = lock(&self.pending).remove(&id);
-        match waiter {
-            Some(pending) => pending.reply.send(outcome).is_ok(),
-            None => false,
-        }
-    }
-
-    pub fn progress(&self, id: u64, update: Progress) {
-        if let Some(Pending {
-            progress: Some(sink), ..
-        }) = lock(&self.pending).get(&id)
-        {
-            let _ = sink.try_send(update);
-        }
-    }
-
-    /// Fails every call in flight on this connection. Called once when it ends: nothing
-    /// is re-sent, since the plugin may already have run it.
-    pub fn fail_all(&self, error: &ToolError) {
-        self.closed.store(true, Ordering::SeqCst);
-        let drained: Vec<Pending> = lock(&self.pending).drain().map(|(_, p)| p).collect();
-        for pending in drained {
-            let _ = pending.reply.send(Err(error.clone()));
-        }
-    }
-
-    fn register(&self, id: u64, pending: Pending) -> Registered {
-        let mut table = lock(&self.pending);
-        // Checked under the table's lock, so `fail_all` cannot miss this entry.
-        if self.closed.load(Ordering::SeqCst) {
-            return Registered::Closed;
-        }
-        if table.len() >= MAX_IN_FLIGHT {
-            return Registered::Full;
-        }
-        table.insert(id, pending);
-        Registered::Yes
-    }
-
-    fn forget(&self, id: u64) {
-        lock(&self.pending).remove(&id);
-    }
-}
-
 struct Session {
     hello: Hello,
     connected_at: Instant,
@@ -196,11 +71,6 @@ pub struct Registry {
     pub max_message_bytes: usize,
     reconnect_grace: Duration,
     startup_grace: Duration,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic while holding one of these locks leaves plain data behind; keep serving.
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Registry {
@@ -704,6 +574,10 @@ fn cancelled() -> ToolError {
 mod tests {
     use super::*;
     use rmpv::Value as Msgpack;
+    use tokio::sync::mpsc;
+
+    use crate::bridge::link::Outbound;
+    use crate::protocol::messages::{Frame, Framing};
 
     fn hello(session_id: &str) -> Hello {
         Hello {
