@@ -19,9 +19,10 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::budget::{CappedListener, Pending, ReadBudget};
+use super::budget::{CappedListener, ReadBudget};
 use super::pairing::Pairing;
 use super::registry::Registry;
+use super::unidentified::Pending;
 use super::{connection, origin, peer_server, secret_file, token};
 use crate::protocol::{PROTOCOL_VERSION, SERVER_VERSION};
 

@@ -27,6 +27,7 @@ pub mod resolve;
 pub mod secret_file;
 pub mod token;
 mod turns;
+pub mod unidentified;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
