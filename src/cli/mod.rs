@@ -381,7 +381,7 @@ pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions
     } else {
         match &outcome {
             Ok(output) => {
-                let rendered = render::render(name, &output.value(), out_style, err_style);
+                let rendered = command.render(&output.value(), out_style, err_style);
                 let written = write!(stdout, "{}", rendered.stdout).and_then(|()| stdout.flush());
                 eprint!("{}", rendered.stderr);
                 written

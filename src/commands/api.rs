@@ -8,13 +8,16 @@
 //! reach) unless `all` asks for them, and by saying the usual (read-write, current)
 //! by saying nothing.
 
+use std::fmt::Write as _;
 use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
 
 use super::reflection::{self, Property};
-use super::{Command, Invocation, Kind, Output, Spec};
+use super::{Command, Invocation, Kind, Output, Render, Spec};
+use crate::human::render::{Rendered, Style, clean};
 use crate::protocol::{Context, ToolError};
 
 /// Most matches a search returns.
@@ -290,6 +293,81 @@ fn search(text: &str, all: bool) -> Result<ApiResult, ToolError> {
         truncated: truncated.then_some(true),
         ..ApiResult::default()
     })
+}
+
+impl Render for Api {
+    /// A class as its chain then one aligned line a property (type, then where it comes from
+    /// and how it can be used); an enum as `Name = value` lines; a search one match a line.
+    fn render(result: &Json, out: Style, _err: Style) -> Option<Rendered> {
+        let mut rendered = Rendered::default();
+        let text = |v: &Json, key: &str| clean(v.get(key).and_then(Json::as_str).unwrap_or("")).into_owned();
+        if let Some(properties) = result.get("properties").and_then(Json::as_array) {
+            let mut chain = vec![text(result, "name")];
+            for superclass in result
+                .get("superclasses")
+                .and_then(Json::as_array)
+                .map_or(&[][..], Vec::as_slice)
+            {
+                chain.push(clean(superclass.as_str()?).into_owned());
+            }
+            let tags: Vec<&str> = result
+                .get("tags")
+                .and_then(Json::as_array)
+                .map_or(&[][..], Vec::as_slice)
+                .iter()
+                .filter_map(Json::as_str)
+                .collect();
+            let tags = if tags.is_empty() {
+                String::new()
+            } else {
+                format!("  [{}]", clean(&tags.join(", ")))
+            };
+            let _ = writeln!(rendered.stdout, "{}{tags}", out.bold(&chain.join(" : ")));
+            let name_width = properties.iter().map(|p| text(p, "name").len()).max().unwrap_or(0);
+            let type_width = properties.iter().map(|p| text(p, "type").len()).max().unwrap_or(0);
+            for property in properties {
+                let mut notes = Vec::new();
+                if let Some(from) = property.get("from").and_then(Json::as_str) {
+                    notes.push(format!("from {}", clean(from)));
+                }
+                if let Some(access) = property.get("access").and_then(Json::as_str) {
+                    notes.push(clean(access).into_owned());
+                }
+                if property.get("deprecated") == Some(&Json::Bool(true)) {
+                    notes.push("deprecated".to_owned());
+                }
+                let line = format!(
+                    "  {:<name_width$}  {:<type_width$}  {}",
+                    text(property, "name"),
+                    text(property, "type"),
+                    out.dim(&notes.join(", "))
+                );
+                let _ = writeln!(rendered.stdout, "{}", line.trim_end());
+            }
+        } else if let Some(items) = result.get("items").and_then(Json::as_array) {
+            let _ = writeln!(
+                rendered.stdout,
+                "{}",
+                out.bold(&format!("Enum.{}", text(result, "name")))
+            );
+            for item in items {
+                let value = item.get("value")?.to_string();
+                let _ = writeln!(rendered.stdout, "  {} = {}", text(item, "name"), clean(&value));
+            }
+        } else {
+            for found in result.get("matches")?.as_array()? {
+                let name = text(found, "name");
+                let qualified = match text(found, "kind").as_str() {
+                    "property" => format!("{}.{name}", text(found, "class")),
+                    "enum" => format!("Enum.{name}"),
+                    "enumItem" => format!("Enum.{}.{name}", text(found, "enum")),
+                    _ => name,
+                };
+                let _ = writeln!(rendered.stdout, "{:<8}  {qualified}", text(found, "kind"));
+            }
+        }
+        Some(rendered)
+    }
 }
 
 #[cfg(test)]

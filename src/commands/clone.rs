@@ -68,3 +68,5 @@ impl Command for Clone {
         cx.forward(&Self::SPEC, &args).await
     }
 }
+
+impl super::Render for Clone {}

@@ -186,6 +186,8 @@ fn validate(args: &CreateArgs) -> Result<(), ToolError> {
     Ok(())
 }
 
+impl super::Render for Create {}
+
 #[cfg(test)]
 mod tests {
     use super::*;

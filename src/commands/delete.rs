@@ -62,3 +62,5 @@ fn require_paths(field: &str, paths: &[String]) -> Result<(), ToolError> {
     }
     Ok(())
 }
+
+impl super::Render for Delete {}

@@ -150,3 +150,95 @@ pub(super) fn check_syntax(script: &str) -> Result<(), ToolError> {
             .with_details(crate::luau::details(&errors))
     })
 }
+
+// Human rendering --------------------------------------------------------------------------
+
+use std::fmt::Write as _;
+
+use super::Render;
+use crate::human::luau;
+use crate::human::render::{Rendered, Style, clean};
+
+impl Render for Exec {
+    /// What the script printed, as Studio's Output window shows it, then its returns on one
+    /// line; a script error goes to stderr.
+    fn render(result: &Json, out: Style, err: Style) -> Option<Rendered> {
+        let success = result.get("success")?.as_bool()?;
+        let returns = result.get("returns")?.as_array()?;
+        let mut rendered = Rendered::default();
+        for entry in result
+            .get("logs")
+            .and_then(Json::as_array)
+            .map_or(&[][..], Vec::as_slice)
+        {
+            let level = entry.get("level")?.as_str()?;
+            let body = entry.get("body")?.as_str()?;
+            let _ = writeln!(rendered.stdout, "{}", output_window_line(level, body, out));
+        }
+        if !returns.is_empty() {
+            let _ = writeln!(rendered.stdout, "{}", luau::list(returns));
+        }
+        if !success {
+            let message = result
+                .get("error")
+                .and_then(Json::as_str)
+                .unwrap_or("the script failed");
+            let _ = writeln!(rendered.stderr, "{}", err.red(&format!("error: {}", clean(message))));
+        }
+        Some(rendered)
+    }
+}
+
+/// A line as Studio's Output window shows it: prints as they are, warnings and errors
+/// coloured (or, without colour, prefixed).
+fn output_window_line(level: &str, body: &str, style: Style) -> String {
+    let body = clean(body);
+    match (level, style.color) {
+        ("Warning", true) => style.yellow(&body),
+        ("Warning", false) => format!("warning: {body}"),
+        ("Error", true) => style.red(&body),
+        ("Error", false) => format!("error: {body}"),
+        _ => body.into_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{COLOR, PLAIN, plain, render};
+    use crate::human::render::failed;
+    use serde_json::json;
+
+    #[test]
+    fn exec_prints_output_then_returns_and_errors_to_stderr() {
+        let result = json!({
+            "success": true,
+            "returns": [{"type": "Instance", "value": {"path": "game.Workspace.Baseplate", "className": "Part"}},
+                        {"type": "number", "value": "inf"}, null, [1, 2, 3]],
+            "logs": [{"level": "Print", "body": "hello"}, {"level": "Warning", "body": "careful"}],
+            "sessionId": "A-edit",
+            "context": "edit",
+        });
+        let rendered = plain("exec", &result);
+        assert_eq!(
+            rendered.stdout,
+            "hello\nwarning: careful\nWorkspace.Baseplate (Part), inf, nil, {1, 2, 3}\n"
+        );
+        assert_eq!(rendered.stderr, "");
+        assert!(!failed(&result));
+        let coloured = render("exec", &result, COLOR, COLOR);
+        assert!(
+            coloured.stdout.starts_with("hello\n\x1b[33mcareful\x1b[0m\n"),
+            "{coloured:?}"
+        );
+
+        let failure = json!({"success": false, "error": "[string \"exec\"]:1: x", "returns": [], "logs": []});
+        let rendered = plain("exec", &failure);
+        assert_eq!(rendered.stdout, "");
+        assert_eq!(rendered.stderr, "error: [string \"exec\"]:1: x\n");
+        assert!(failed(&failure));
+        assert_eq!(
+            render("exec", &failure, PLAIN, COLOR).stderr,
+            "\x1b[31merror: [string \"exec\"]:1: x\x1b[0m\n"
+        );
+    }
+}

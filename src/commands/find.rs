@@ -1,12 +1,15 @@
 //! `find`: instances under a root that match a class, name, tag or attribute, in
 //! depth-first pre-order.
 
+use std::fmt::Write as _;
 use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
 
-use super::{Command, Invocation, Kind, Output, Spec};
+use super::{Command, Invocation, Kind, Output, Render, Spec};
+use crate::human::render::{Rendered, Style, clean};
 use crate::protocol::{Context, ToolError};
 
 /// Most matches one call may ask for.
@@ -94,5 +97,33 @@ impl Command for Find {
             ));
         }
         cx.forward(&Self::SPEC, &args).await
+    }
+}
+
+impl Render for Find {
+    /// One path per line, for pipes (`studio-bridge find … | xargs …`).
+    fn render(result: &Json, _out: Style, _err: Style) -> Option<Rendered> {
+        let mut rendered = Rendered::default();
+        for found in result.get("matches")?.as_array()? {
+            let _ = writeln!(rendered.stdout, "{}", clean(found.get("path")?.as_str()?));
+        }
+        Some(rendered)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::plain;
+    use serde_json::json;
+
+    #[test]
+    fn find_is_one_path_a_line_and_script_read_is_numbered() {
+        let found = json!({"matches": [{"path": "game.Workspace.A", "className": "Part"}, {"path": "game.Workspace.B", "className": "Model"}], "truncated": false});
+        assert_eq!(plain("find", &found).stdout, "game.Workspace.A\ngame.Workspace.B\n");
+        let read = json!({"source": "local a = 1\nreturn a\n", "lineCount": 2, "hash": "h", "path": "game.S"});
+        assert_eq!(
+            plain("script_read", &read).stdout,
+            "   1  local a = 1\n   2  return a\n"
+        );
     }
 }

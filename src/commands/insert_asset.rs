@@ -102,6 +102,8 @@ fn validate(args: &InsertAssetArgs) -> Result<(), ToolError> {
     Ok(())
 }
 
+impl super::Render for InsertAsset {}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,11 +1,14 @@
 //! `logs`: Studio's output, from the plugin's ring buffer of LogService messages.
 
+use std::fmt::Write as _;
 use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
 
-use super::{Command, Invocation, Kind, Output, Spec};
+use super::{Command, Invocation, Kind, Output, Render, Spec};
+use crate::human::render::{Rendered, Style, count, log_line};
 use crate::protocol::{Context, ToolError};
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
@@ -95,5 +98,59 @@ impl Command for Logs {
             return Err(ToolError::invalid_args("`count` must be between 1 and 10000."));
         }
         cx.forward(&Self::SPEC, &args).await
+    }
+}
+
+impl Render for Logs {
+    /// One `[Level] body` line an entry, coloured by level; lines lost before they were
+    /// read are a note on stderr.
+    fn render(result: &Json, out: Style, err: Style) -> Option<Rendered> {
+        let entries = result.get("entries")?.as_array()?;
+        let mut rendered = Rendered::default();
+        for entry in entries {
+            let level = entry.get("level")?.as_str()?;
+            let body = entry.get("body")?.as_str()?;
+            let _ = writeln!(rendered.stdout, "{}", log_line(level, body, out));
+        }
+        if let Some(missed) = result.get("missed").and_then(Json::as_u64).filter(|n| *n > 0) {
+            let note = format!(
+                "note: {} overwritten before they were read",
+                count(missed, "line was", "lines were")
+            );
+            let _ = writeln!(rendered.stderr, "{}", err.yellow(&note));
+        }
+        Some(rendered)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{COLOR, PLAIN, plain, render};
+    use crate::human::render::event_line;
+    use serde_json::json;
+
+    #[test]
+    fn logs_are_level_and_body_coloured_only_on_request() {
+        let result = json!({"entries": [
+            {"seq": 1, "level": "Print", "body": "a", "timestamp": 0},
+            {"seq": 2, "level": "Warning", "body": "b", "timestamp": 0},
+            {"seq": 3, "level": "Error", "body": "c", "timestamp": 0},
+            {"seq": 4, "level": "Info", "body": "d", "timestamp": 0},
+        ], "total": 4, "bufferCapacity": 10, "nextSince": 4, "missed": 2});
+        let rendered = plain("logs", &result);
+        assert_eq!(rendered.stdout, "[Print] a\n[Warning] b\n[Error] c\n[Info] d\n");
+        assert_eq!(
+            rendered.stderr,
+            "note: 2 lines were overwritten before they were read\n"
+        );
+        let coloured = render("logs", &result, COLOR, PLAIN).stdout;
+        assert_eq!(
+            coloured,
+            "[Print] a\n\x1b[33m[Warning] b\x1b[0m\n\x1b[31m[Error] c\x1b[0m\n\x1b[34m[Info] d\x1b[0m\n"
+        );
+        assert_eq!(
+            event_line(&json!({"seq": 5, "level": "Warning", "body": "x"}), PLAIN),
+            "[Warning] x"
+        );
     }
 }

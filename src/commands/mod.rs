@@ -41,6 +41,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value as Json};
 
 use crate::bridge::{Bridge, Call, CallHooks, Target};
+use crate::human::render::{self as human, Rendered, Style};
 use crate::policy::Governed;
 pub use crate::policy::{ActivePolicy, Capabilities, Capability};
 use crate::protocol::raw::RawValue;
@@ -232,8 +233,20 @@ pub fn plugin_value(command: &str, result: &RawValue) -> Result<Msgpack, ToolErr
 /// one caller's megabytes do not hold up another caller's small call.
 const OFF_THREAD_BYTES: usize = 64 * 1024;
 
-/// One command: its spec, its typed arguments and result, and how it runs.
-pub trait Command: Send + Sync + 'static {
+/// How a command's result reads for a person (the CLI and the terminal), written beside
+/// the command with the pieces in `crate::human::render` (every Studio text through
+/// `escape_controls`). The default, and a result of a shape the command's own rendering
+/// does not know (`None`), is the generic indented `key: value` form; a cut result gets
+/// its note either way ([`human::finish`]).
+pub trait Render {
+    fn render(_result: &Json, _out: Style, _err: Style) -> Option<Rendered> {
+        None
+    }
+}
+
+/// One command: its spec, its typed arguments and result, how it runs, and how its
+/// result reads for a person ([`Render`]).
+pub trait Command: Render + Send + Sync + 'static {
     /// Arguments, minus `sessionId`/`context` (the adapters add those).
     type Args: DeserializeOwned + Serialize + JsonSchema + Send + Sync + 'static;
     /// The shape of the result, for the MCP output schema.
@@ -264,6 +277,8 @@ pub trait DynCommand: Send + Sync + Governed {
         cx: InvocationParts,
         limits: Limits,
     ) -> Pin<Box<dyn Future<Output = Result<Output, ToolError>> + Send + 'a>>;
+    /// A result (its JSON, [`Output::value`]) for a person: the command's [`Render`].
+    fn render(&self, result: &Json, out: Style, err: Style) -> Rendered;
 }
 
 /// What an adapter hands to [`DynCommand::invoke`]; the target is worked out from the
@@ -377,6 +392,10 @@ impl<C: Command> DynCommand for Erased<C> {
             };
             Ok(output)
         })
+    }
+
+    fn render(&self, result: &Json, out: Style, err: Style) -> Rendered {
+        human::finish(C::render(result, out, err), result, err)
     }
 }
 
@@ -517,6 +536,143 @@ pub fn bad_result(command: &str, detail: &str) -> ToolError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::human::render::tests::HOSTILE;
+    use crate::human::render::{event_line, human, log_line, must_escape};
+    use serde_json::json;
+
+    pub(super) const PLAIN: Style = Style { color: false };
+    pub(super) const COLOR: Style = Style { color: true };
+
+    /// A table command's result for a person, as the CLI and the terminal render it.
+    pub(super) fn render(command: &str, result: &Json, out: Style, err: Style) -> Rendered {
+        find(command).expect("a table command").render(result, out, err)
+    }
+
+    pub(super) fn plain(command: &str, result: &Json) -> Rendered {
+        render(command, result, PLAIN, PLAIN)
+    }
+
+    #[test]
+    fn the_generic_form_leaves_out_where_it_ran() {
+        let text = human(&json!({"state": "Edit", "sessionId": "A-edit", "context": "edit"}));
+        assert_eq!(text, "state: Edit\n");
+        let text = plain(
+            "state",
+            &json!({"state": "Edit", "sessionId": "A-edit", "context": "edit"}),
+        );
+        assert_eq!(text.stdout, "state: Edit\n");
+    }
+
+    /// `value` with `HOSTILE` put into every string (and, with `keys`, every key).
+    fn hostile(value: &Json, keys: bool) -> Json {
+        match value {
+            Json::String(text) => Json::String(format!("{text}{HOSTILE}")),
+            Json::Array(items) => Json::Array(items.iter().map(|v| hostile(v, keys)).collect()),
+            Json::Object(object) => Json::Object(
+                object
+                    .iter()
+                    .map(|(k, v)| (if keys { format!("{k}{HOSTILE}") } else { k.clone() }, hostile(v, keys)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+
+    #[test]
+    fn no_renderer_writes_a_control_character_from_a_result() {
+        let results = [
+            (
+                "exec",
+                json!({"success": false, "error": "boom",
+                "returns": ["s", {"type": "Instance", "value": {"path": "game.Workspace.P", "className": "Part"}},
+                            {"type": "EnumItem", "value": {"enum": "Material", "name": "Wood", "value": 1}},
+                            {"type": "Odd", "value": "x"}, {"k": "v"}],
+                "logs": [{"level": "Print", "body": "a"}, {"level": "Warning", "body": "b"}, {"level": "Error", "body": "c"}]}),
+            ),
+            (
+                "sessions",
+                json!({"sessions": [{"sessionId": "A", "context": "edit", "state": "Edit",
+                "status": "connected", "placeName": "P", "uptimeMs": 1}]}),
+            ),
+            (
+                "query",
+                json!({"instance": {"name": "W", "className": "Workspace", "childCount": 2,
+                "properties": {"Name": "W", "Gravity": 1, "Text": "t"}, "propertyErrors": {"S": "no"},
+                "attributes": {"A": "a"}, "tags": ["T"],
+                "children": [{"name": "C", "className": "Part", "childCount": 0}]}}),
+            ),
+            (
+                "logs",
+                json!({"entries": [{"seq": 1, "level": "Print", "body": "a", "timestamp": 0}],
+                "missed": 0, "truncated": true, "truncatedHint": "h"}),
+            ),
+            ("find", json!({"matches": [{"path": "game.W.A", "className": "Part"}]})),
+            ("script_read", json!({"source": "a\nb\n", "lineCount": 2, "hash": "h"})),
+            ("script_read", json!({"source": "a\nb\n", "lineCount": 9, "hash": "h"})),
+            (
+                "api",
+                json!({"name": "Part", "superclasses": ["BasePart"], "tags": ["t"],
+                "properties": [{"name": "Size", "type": "Vector3", "from": "BasePart", "access": "rw"}]}),
+            ),
+            (
+                "api",
+                json!({"name": "Material", "items": [{"name": "Wood", "value": 1}]}),
+            ),
+            (
+                "api",
+                json!({"matches": [{"kind": "property", "name": "Size", "class": "Part"}]}),
+            ),
+            (
+                "state",
+                json!({"state": "Edit", "placeName": "P", "list": ["x", {"y": "z"}]}),
+            ),
+        ];
+        for (command, result) in &results {
+            for keys in [false, true] {
+                let result = hostile(result, keys);
+                let rendered = render(command, &result, PLAIN, PLAIN);
+                for text in [&rendered.stdout, &rendered.stderr] {
+                    assert!(
+                        !text.chars().any(must_escape),
+                        "{command} (keys: {keys}) wrote a control: {text:?}"
+                    );
+                }
+                assert!(
+                    rendered.stdout.contains("\\u{1b}]52;") || rendered.stderr.contains("\\u{1b}]52;"),
+                    "{command}: the text is shown, escaped: {rendered:?}"
+                );
+                // In colour the only escapes are the colours' own.
+                let coloured = render(command, &result, COLOR, COLOR);
+                for text in [&coloured.stdout, &coloured.stderr] {
+                    let without_colours = text
+                        .replace("\u{1b}[0m", "")
+                        .replace("\u{1b}[1m", "")
+                        .replace("\u{1b}[2m", "")
+                        .replace("\u{1b}[31m", "")
+                        .replace("\u{1b}[33m", "")
+                        .replace("\u{1b}[34m", "");
+                    assert!(!without_colours.chars().any(must_escape), "{command}: {text:?}");
+                }
+            }
+        }
+        let event = hostile(&json!({"seq": 1, "level": "Error", "body": "x"}), false);
+        assert!(!event_line(&event, PLAIN).chars().any(must_escape));
+        let odd_event = hostile(&json!({"seq": 1, "note": "\u{9b}"}), true);
+        assert!(!event_line(&odd_event, PLAIN).chars().any(must_escape));
+        assert_eq!(log_line("Print", "\u{1b}c", PLAIN), "[Print] \\u{1b}c");
+    }
+
+    #[test]
+    fn unknown_shapes_fall_back_to_the_generic_form() {
+        let odd = json!({"success": "maybe"});
+        assert_eq!(plain("exec", &odd).stdout, "success: maybe\n");
+        let truncated = json!({"entries": [], "total": 0, "bufferCapacity": 1, "nextSince": 0,
+                               "truncated": true, "truncatedHint": "Ask for fewer."});
+        assert_eq!(
+            plain("logs", &truncated).stderr,
+            "note: the result was cut to fit. Ask for fewer.\n"
+        );
+    }
 
     #[test]
     fn names_are_unique_and_snake_case() {

@@ -56,3 +56,5 @@ impl Command for Play {
         cx.forward(&Self::SPEC, &args).await
     }
 }
+
+impl super::Render for Play {}

@@ -31,3 +31,5 @@ impl Command for Redo {
         cx.forward(&Self::SPEC, &args).await
     }
 }
+
+impl super::Render for Redo {}

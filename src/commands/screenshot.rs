@@ -128,6 +128,8 @@ fn as_dimension(value: &Msgpack) -> Option<u32> {
     }
 }
 
+impl super::Render for Screenshot {}
+
 #[cfg(test)]
 mod tests {
     use super::*;

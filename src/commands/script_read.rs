@@ -1,12 +1,15 @@
 //! `script_read`: a script's source as the editor has it (unsaved edits included), whole
 //! or a line range, with the whole source's hash.
 
+use std::fmt::Write as _;
 use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
 
-use super::{Command, Invocation, Kind, Output, Spec};
+use super::{Command, Invocation, Kind, Output, Render, Spec};
+use crate::human::render::{Rendered, Style, clean};
 use crate::protocol::{Context, ToolError};
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
@@ -72,5 +75,26 @@ impl Command for ScriptRead {
             )));
         }
         cx.forward(&Self::SPEC, &args).await
+    }
+}
+
+impl Render for ScriptRead {
+    /// The source with line numbers, like `cat -n`, when it is the whole script (a ranged
+    /// read does not say where its lines start: it prints them as they are).
+    fn render(result: &Json, out: Style, _err: Style) -> Option<Rendered> {
+        let source = result.get("source")?.as_str()?;
+        let line_count = result.get("lineCount")?.as_u64()?;
+        let lines: Vec<&str> = source.lines().collect();
+        let mut rendered = Rendered::default();
+        if lines.len() as u64 == line_count {
+            let width = line_count.to_string().len().max(4);
+            for (i, line) in lines.iter().enumerate() {
+                let number = format!("{:>width$}", i + 1);
+                let _ = writeln!(rendered.stdout, "{}  {}", out.dim(&number), clean(line));
+            }
+        } else {
+            let _ = writeln!(rendered.stdout, "{}", clean(source));
+        }
+        Some(rendered)
     }
 }

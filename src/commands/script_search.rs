@@ -89,3 +89,5 @@ impl Command for ScriptSearch {
         cx.forward(&Self::SPEC, &args).await
     }
 }
+
+impl super::Render for ScriptSearch {}

@@ -65,3 +65,5 @@ impl Command for Selection {
         cx.forward(&Self::SPEC, &args).await
     }
 }
+
+impl super::Render for Selection {}

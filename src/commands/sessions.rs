@@ -4,9 +4,11 @@ use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
 
-use super::{Command, Invocation, Kind, Output, Spec};
+use super::{Command, Invocation, Kind, Output, Render, Spec};
 use crate::bridge::SessionInfo;
+use crate::human::render::{Rendered, Style, clean, table};
 use crate::policy::ActivePolicy;
 use crate::protocol::{Context, ToolError};
 
@@ -52,5 +54,84 @@ impl Command for Sessions {
             })
             .unwrap_or_default(),
         ))
+    }
+}
+
+impl Render for Sessions {
+    /// An aligned table, one session a row (a status other than `connected` in yellow).
+    fn render(result: &Json, out: Style, _err: Style) -> Option<Rendered> {
+        let list = result.get("sessions")?.as_array()?;
+        if list.is_empty() {
+            return Some(Rendered {
+                stdout: "no sessions: no Studio has the studio-bridge plugin connected\n".into(),
+                stderr: String::new(),
+            });
+        }
+        let text =
+            |session: &Json, key: &str| clean(session.get(key).and_then(Json::as_str).unwrap_or("-")).into_owned();
+        let mut rows = Vec::with_capacity(list.len());
+        for session in list {
+            rows.push(vec![
+                clean(session.get("sessionId")?.as_str()?).into_owned(),
+                text(session, "context"),
+                text(session, "state"),
+                text(session, "status"),
+                text(session, "placeName"),
+                session
+                    .get("uptimeMs")
+                    .and_then(Json::as_u64)
+                    .map_or_else(|| "-".into(), uptime),
+            ]);
+        }
+        let headers = ["SESSION", "CONTEXT", "STATE", "STATUS", "PLACE", "UPTIME"];
+        Some(Rendered {
+            stdout: table(&headers, &rows, out, |column, cell, padded| {
+                if column == 3 && cell != "connected" {
+                    out.yellow(padded)
+                } else {
+                    padded.to_owned()
+                }
+            }),
+            stderr: String::new(),
+        })
+    }
+}
+
+/// `42s`, `3m 07s`, `2h 05m`, `3d 04h`.
+fn uptime(ms: u64) -> String {
+    let s = ms / 1000;
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m {:02}s", s / 60, s % 60),
+        3600..86400 => format!("{}h {:02}m", s / 3600, s % 3600 / 60),
+        _ => format!("{}d {:02}h", s / 86400, s % 86400 / 3600),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::plain;
+    use serde_json::json;
+
+    #[test]
+    fn sessions_are_an_aligned_table() {
+        let result = json!({"sessions": [
+            {"sessionId": "A-edit", "instanceId": "A", "context": "edit", "state": "Edit", "status": "connected",
+             "placeName": "Place A", "placeId": 1, "gameId": 0, "pluginVersion": "x", "uptimeMs": 4200},
+            {"sessionId": "B-server", "instanceId": "B", "context": "server", "state": "Server",
+             "status": "reconnecting", "placeName": "Obby", "placeId": 2, "gameId": 0, "pluginVersion": "x",
+             "uptimeMs": 3_723_000},
+        ]});
+        assert_eq!(
+            plain("sessions", &result).stdout,
+            "SESSION   CONTEXT  STATE   STATUS        PLACE    UPTIME\n\
+             A-edit    edit     Edit    connected     Place A  4s\n\
+             B-server  server   Server  reconnecting  Obby     1h 02m\n"
+        );
+        assert!(
+            plain("sessions", &json!({"sessions": []}))
+                .stdout
+                .starts_with("no sessions")
+        );
     }
 }

@@ -46,3 +46,5 @@ impl Command for State {
         cx.forward(&Self::SPEC, &args).await
     }
 }
+
+impl super::Render for State {}

@@ -104,3 +104,5 @@ impl Command for TargetCommand {
         ))
     }
 }
+
+impl super::Render for TargetCommand {}

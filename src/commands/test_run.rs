@@ -113,3 +113,5 @@ impl Command for TestRun {
         Ok(Output::plugin(result))
     }
 }
+
+impl super::Render for TestRun {}

@@ -87,6 +87,8 @@ impl Command for Undo {
     }
 }
 
+impl super::Render for Undo {}
+
 #[cfg(test)]
 mod tests {
     use super::*;

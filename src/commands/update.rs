@@ -179,6 +179,8 @@ fn validate(args: &UpdateArgs) -> Result<(), ToolError> {
     Ok(())
 }
 
+impl super::Render for Update {}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -419,7 +419,10 @@ impl Terminal {
                 if as_json {
                     let _ = writeln!(stdout, "{value}");
                 } else {
-                    let rendered = render::render(name, &value, self.out, self.err);
+                    let rendered = match commands::find(name) {
+                        Some(command) => command.render(&value, self.out, self.err),
+                        None => render::finish(None, &value, self.err),
+                    };
                     let _ = write!(stdout, "{}", rendered.stdout);
                     let _ = stdout.flush();
                     eprint!("{}", rendered.stderr);
