@@ -16,8 +16,11 @@ use rmpv::Value as Msgpack;
 use serde::Serialize;
 
 use super::Context;
-use super::frame::{Fields, FrameError, MAX_DEPTH, as_f64, into_string};
+use super::frame::{Fields, FrameError, as_f64, into_string};
 use super::raw::{self, RawValue};
+
+/// The nesting budget [`decode_frame`] enforces (it lives with the errors both decoders share).
+pub use super::frame::MAX_DEPTH;
 
 /// How a plugin frames its messages; the host answers each plugin in the framing of
 /// its `hello`.
@@ -150,6 +153,20 @@ pub enum Frame {
 }
 
 impl PluginMessage {
+    /// Takes a decoded frame apart, keeping the `session` a multiplexed message carries
+    /// (PROTOCOL.md, Sessions). A `hello`'s own `sessionId` names its session instead.
+    /// Consumes the value so that large payloads move. The host decodes with
+    /// [`PluginMessage::decode_routed`]; this tree decoder is what the fuzz targets check
+    /// it against.
+    pub fn parse_routed(value: Msgpack) -> Result<Routed, FrameError> {
+        let Msgpack::Map(entries) = value else {
+            return Err(FrameError::NotAMessage);
+        };
+        let mut fields = Fields(entries);
+        let result = fields.take("result").map(|result| RawValue::encode(&result));
+        Self::routed(fields, result)
+    }
+
     /// Decodes one WebSocket message's payload into a message, keeping a response's
     /// `result` as the bytes it came in (see [`super::raw`]): the hot path.
     pub fn decode_routed(payload: Bytes, framing: Framing, limit: usize) -> Result<Routed, FrameError> {
@@ -406,13 +423,8 @@ mod tests {
         out
     }
 
-    /// A message as a plugin sends it, decoded as the host decodes every message.
-    fn parse_routed(value: Msgpack) -> Result<Routed, FrameError> {
-        PluginMessage::decode_routed(Bytes::from(bytes_of(&value)), Framing::Binary, usize::MAX)
-    }
-
     fn parse(value: Msgpack) -> Result<PluginMessage, FrameError> {
-        parse_routed(value).map(|routed| routed.message)
+        PluginMessage::parse_routed(value).map(|routed| routed.message)
     }
 
     fn hello() -> Msgpack {
@@ -441,18 +453,21 @@ mod tests {
             ("session", "s-server".into()),
             ("result", 1.into()),
         ]);
-        let routed = parse_routed(response).unwrap();
+        let routed = PluginMessage::parse_routed(response).unwrap();
         assert_eq!(routed.session.as_deref(), Some("s-server"));
         assert!(matches!(routed.message, PluginMessage::Response { id: 7, .. }));
-        let own = parse_routed(map(vec![("t", "pong".into()), ("n", 1.into())])).unwrap();
+        let own = PluginMessage::parse_routed(map(vec![("t", "pong".into()), ("n", 1.into())])).unwrap();
         assert_eq!(own.session, None);
-        let bye = parse_routed(map(vec![("t", "bye".into()), ("session", "s".into())])).unwrap();
+        let bye = PluginMessage::parse_routed(map(vec![("t", "bye".into()), ("session", "s".into())])).unwrap();
         assert_eq!(bye.message, PluginMessage::Bye);
         assert!(
-            parse_routed(map(vec![("t", "bye".into())])).is_err(),
+            PluginMessage::parse_routed(map(vec![("t", "bye".into())])).is_err(),
             "a bye names its session"
         );
-        assert!(parse_routed(map(vec![("t", "pong".into()), ("n", 1.into()), ("session", 5.into())])).is_err());
+        assert!(
+            PluginMessage::parse_routed(map(vec![("t", "pong".into()), ("n", 1.into()), ("session", 5.into())]))
+                .is_err()
+        );
     }
 
     #[test]
