@@ -11,7 +11,7 @@ use serde_json::json;
 use support::free_port;
 use support::lune::HeadlessStudio;
 use support::mcp_client::{Mcp, binary, paired_config_dir};
-use support::studio::{contexts, edit_studio, installed_plugin};
+use support::studio::{contexts, edit_studio, exchange, installed_plugin, run_luau};
 
 #[tokio::test]
 async fn every_tool_is_answered_by_the_real_plugin_in_edit() {
@@ -430,19 +430,6 @@ async fn two_hosts_in_turn_on_one_port_never_hand_a_call_another_calls_result() 
     let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
 }
 
-/// Calls `tool` and prints the MCP exchange (the `tools/call` params and the result) as
-/// JSON, for `--nocapture` readers; returns the structured content.
-async fn exchange(mcp: &Mcp, tool: &str, args: serde_json::Value) -> serde_json::Value {
-    let result = mcp.call(tool, args.clone()).await;
-    eprintln!(
-        "--> {}\n<-- {}",
-        json!({"method": "tools/call", "params": {"name": tool, "arguments": args}}),
-        serde_json::to_string(&result).unwrap()
-    );
-    assert_ne!(result.is_error, Some(true), "{tool} failed: {result:?}");
-    result.structured_content.clone().expect("structuredContent")
-}
-
 #[tokio::test]
 async fn find_and_script_read_are_answered_by_the_real_plugin() {
     let (rbxm, mcp, _studio) = edit_studio().await;
@@ -732,12 +719,6 @@ return table.concat(out, "\n")
 async fn dump(mcp: &Mcp) -> String {
     let out = mcp.ok("studio_exec", json!({ "script": DUMP })).await;
     out["returns"][0].as_str().expect("the dump is a string").to_owned()
-}
-
-async fn run_luau(mcp: &Mcp, script: &str) -> serde_json::Value {
-    let out = mcp.ok("studio_exec", json!({ "script": script })).await;
-    assert_eq!(out["success"], true, "{out}");
-    out["returns"][0].clone()
 }
 
 #[tokio::test]

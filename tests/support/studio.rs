@@ -66,3 +66,23 @@ pub async fn wait_for_contexts(mcp: &Mcp, wanted: &[&str], what: &str) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// Calls `tool` and prints the MCP exchange (the `tools/call` params and the result) as
+/// JSON, for `--nocapture` readers; returns the structured content.
+pub async fn exchange(mcp: &Mcp, tool: &str, args: serde_json::Value) -> serde_json::Value {
+    let result = mcp.call(tool, args.clone()).await;
+    eprintln!(
+        "--> {}\n<-- {}",
+        json!({"method": "tools/call", "params": {"name": tool, "arguments": args}}),
+        serde_json::to_string(&result).unwrap()
+    );
+    assert_ne!(result.is_error, Some(true), "{tool} failed: {result:?}");
+    result.structured_content.clone().expect("structuredContent")
+}
+
+/// Runs `script` with `exec`, which must succeed; returns its first value.
+pub async fn run_luau(mcp: &Mcp, script: &str) -> serde_json::Value {
+    let out = mcp.ok("studio_exec", json!({ "script": script })).await;
+    assert_eq!(out["success"], true, "{out}");
+    out["returns"][0].clone()
+}
