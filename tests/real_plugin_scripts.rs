@@ -1,0 +1,201 @@
+//! The real plugin's script tools (TESTING.md layer 5): `find`, `script_read`,
+//! `script_edit` and `script_search`, answered by the embedded .rbxm in a headless Studio
+//! under Lune, through the real `studio-bridge mcp`.
+
+mod support;
+
+use serde_json::json;
+use support::studio::{edit_studio, exchange};
+
+#[tokio::test]
+async fn find_and_script_read_are_answered_by_the_real_plugin() {
+    let (rbxm, mcp, _studio) = edit_studio().await;
+
+    // A small tree with classes, tags, an attribute and a script to find and read.
+    let made = mcp
+        .ok(
+            "studio_exec",
+            json!({"script": "local f = Instance.new('Folder')\nf.Name = 'Finds'\n\
+                local m = Instance.new('Model')\nm.Name = 'Crate'\nm.Parent = f\n\
+                local p = Instance.new('Part')\np.Name = 'Lid'\np:AddTag('Loot')\np.Parent = m\n\
+                local w = Instance.new('WedgePart')\nw.Name = 'crate.ramp'\nw:SetAttribute('Slope', 30)\nw.Parent = f\n\
+                local s = Instance.new('Script')\ns.Name = 'Opener'\ns.Source = 'local a = 1\\nlocal b = 2\\nreturn a + b\\n'\ns.Parent = m\n\
+                f.Parent = workspace\nreturn #f:GetDescendants()"}),
+        )
+        .await;
+    assert_eq!(made["returns"], json!([4]), "{made}");
+
+    let all = exchange(&mcp, "studio_find", json!({"root": "Workspace.Finds"})).await;
+    let paths: Vec<&str> = all["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "game.Workspace.Finds.Crate",
+            "game.Workspace.Finds.Crate.Lid",
+            "game.Workspace.Finds.Crate.Opener",
+            "game.Workspace.Finds[\"crate.ramp\"]",
+        ],
+        "depth-first pre-order: {all}"
+    );
+    assert_eq!(all["truncated"], false);
+    let parts = mcp
+        .ok(
+            "studio_find",
+            json!({"root": "Workspace.Finds", "className": "BasePart"}),
+        )
+        .await;
+    assert_eq!(parts["matches"].as_array().unwrap().len(), 2, "IsA: {parts}");
+    let named = mcp
+        .ok("studio_find", json!({"root": "Workspace.Finds", "name": "CRATE"}))
+        .await;
+    assert_eq!(named["matches"].as_array().unwrap().len(), 2, "any case: {named}");
+    let tagged = mcp.ok("studio_find", json!({"tag": "Loot"})).await;
+    assert_eq!(
+        tagged["matches"],
+        json!([{"path": "game.Workspace.Finds.Crate.Lid", "className": "Part"}])
+    );
+    let sloped = mcp.ok("studio_find", json!({"attribute": "Slope"})).await;
+    assert_eq!(sloped["matches"][0]["className"], "WedgePart");
+    let cut = mcp
+        .ok("studio_find", json!({"root": "Workspace.Finds", "limit": 1}))
+        .await;
+    assert_eq!(cut["truncated"], true);
+    assert!(cut["truncatedHint"].is_string(), "{cut}");
+    let bad = mcp.err("studio_find", json!({"pattern": "[a"})).await;
+    assert_eq!(bad["code"], "invalid_args");
+    assert!(bad["message"].as_str().unwrap().contains("pattern"), "{bad}");
+    let nowhere = mcp.err("studio_find", json!({"root": "Workspace.Nope"})).await;
+    assert_eq!(nowhere["code"], "not_found");
+
+    let script_path = paths[2];
+    let whole = mcp.ok("studio_script_read", json!({"path": script_path})).await;
+    assert_eq!(whole["source"], "local a = 1\nlocal b = 2\nreturn a + b\n");
+    assert_eq!(whole["lineCount"], 3);
+    assert_eq!(whole["path"], script_path);
+    let ranged = exchange(
+        &mcp,
+        "studio_script_read",
+        json!({"path": script_path, "startLine": 2, "endLine": 3}),
+    )
+    .await;
+    assert_eq!(ranged["source"], "local b = 2\nreturn a + b");
+    assert_eq!(ranged["hash"], whole["hash"], "the whole source's hash");
+    let past = mcp
+        .err("studio_script_read", json!({"path": script_path, "startLine": 4}))
+        .await;
+    assert_eq!(past["code"], "invalid_args");
+    assert!(past["message"].as_str().unwrap().contains("lineCount"), "{past}");
+    let part = mcp
+        .err("studio_script_read", json!({"path": "Workspace.Finds.Crate.Lid"}))
+        .await;
+    assert_eq!(part["code"], "invalid_args");
+
+    let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
+}
+
+#[tokio::test]
+async fn script_edit_and_script_search_are_answered_by_the_real_plugin() {
+    let (rbxm, mcp, _studio) = edit_studio().await;
+
+    let made = mcp
+        .ok(
+            "studio_exec",
+            json!({"script": "local f = Instance.new('Folder')\nf.Name = 'Edits'\n\
+                local s = Instance.new('Script')\ns.Name = 'Counter'\ns.Source = 'local count = 0\\nlocal step = 1\\nreturn count\\n'\ns.Parent = f\n\
+                local m = Instance.new('ModuleScript')\nm.Name = 'Util'\nm.Source = '-- TODO: tidy\\nreturn {}\\n'\nm.Parent = f\n\
+                f.Parent = game:GetService('ServerStorage')\nreturn #f:GetChildren()"}),
+        )
+        .await;
+    assert_eq!(made["returns"], json!([2]), "{made}");
+    let path = "game.ServerStorage.Edits.Counter";
+
+    let read = mcp.ok("studio_script_read", json!({"path": path})).await;
+    let edited = exchange(
+        &mcp,
+        "studio_script_edit",
+        json!({
+            "path": path,
+            "edits": [
+                {"startLine": 1, "endLine": 0, "text": "--!strict"},
+                {"startLine": 2, "endLine": 2, "text": "local step = 2"},
+            ],
+            "expectedHash": read["hash"],
+        }),
+    )
+    .await;
+    assert_eq!(edited["lineCount"], 4, "{edited}");
+    assert_eq!(edited["path"], path);
+    let after = mcp.ok("studio_script_read", json!({"path": path})).await;
+    assert_eq!(
+        after["source"],
+        "--!strict\nlocal count = 0\nlocal step = 2\nreturn count\n"
+    );
+    assert_eq!(after["hash"], edited["hash"], "the result's hash is the new source's");
+
+    // The first read's hash is stale now: conflict, nothing written.
+    let args = json!({"path": path, "source": "return nil\n", "expectedHash": read["hash"]});
+    let stale = mcp.call("studio_script_edit", args.clone()).await;
+    eprintln!(
+        "--> {}\n<-- {}",
+        json!({"method": "tools/call", "params": {"name": "studio_script_edit", "arguments": args}}),
+        serde_json::to_string(&stale).unwrap()
+    );
+    let conflict = mcp.err("studio_script_edit", args).await;
+    assert_eq!(conflict["code"], "conflict", "{conflict}");
+    let unchanged = mcp.ok("studio_script_read", json!({"path": path})).await;
+    assert_eq!(unchanged["source"], after["source"], "nothing written");
+
+    let replaced = mcp
+        .ok(
+            "studio_script_edit",
+            json!({"path": path, "find": "count", "replace": "total", "count": 2}),
+        )
+        .await;
+    assert_eq!(replaced["lineCount"], 4);
+    let wrong = mcp
+        .err(
+            "studio_script_edit",
+            json!({"path": path, "find": "total", "replace": "n"}),
+        )
+        .await;
+    assert_eq!(wrong["code"], "invalid_args");
+    assert!(wrong["message"].as_str().unwrap().contains("occurs 2 times"), "{wrong}");
+
+    let found = exchange(
+        &mcp,
+        "studio_script_search",
+        json!({"query": "TOTAL|todo", "root": "ServerStorage.Edits"}),
+    )
+    .await;
+    assert_eq!(found["matches"], json!([]), "plain text: | is not an alternation");
+    let found = exchange(
+        &mcp,
+        "studio_script_search",
+        json!({"query": "^%-%- todo", "regex": true, "root": "ServerStorage.Edits"}),
+    )
+    .await;
+    assert_eq!(
+        found["matches"],
+        json!([{"path": "game.ServerStorage.Edits.Util", "line": 1, "text": "-- TODO: tidy"}])
+    );
+    let totals = mcp
+        .ok("studio_script_search", json!({"query": "total", "limit": 1}))
+        .await;
+    assert_eq!(
+        totals["matches"],
+        json!([{"path": path, "line": 2, "text": "local total = 0"}])
+    );
+    assert_eq!(totals["truncated"], true);
+    let bad = mcp
+        .err("studio_script_search", json!({"query": "[a", "regex": true}))
+        .await;
+    assert_eq!(bad["code"], "invalid_args");
+    assert!(bad["message"].as_str().unwrap().contains("query"), "{bad}");
+
+    let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
+}
