@@ -3,7 +3,9 @@
 //! Compiling never runs anything: no Lua state is created, the bytecode is dropped.
 //!
 //! Luau's compiler stops at the first error and names its line (never a column), so a
-//! refusal carries one error; its message is Luau's own.
+//! refusal carries one error; its message is Luau's own. Past the parser, what the compiler
+//! refuses (more than 200 locals in a function, …) is refused too: Studio compiles with the
+//! same limits.
 
 use serde::Serialize;
 
@@ -227,6 +229,14 @@ mod tests {
             serde_json::to_value(&error).expect("json"),
             serde_json::json!({ "line": 2, "message": error.message })
         );
+    }
+
+    #[test]
+    fn what_luaus_compiler_refuses_past_the_parser_is_refused_too() {
+        // Studio compiles with the same limits: 200 locals in one function.
+        let many: String = (0..201).map(|i| format!("local v{i} = {i}\n")).collect();
+        let error = refused_at(&many, 201);
+        assert!(error.message.contains("Out of local registers"), "{error:?}");
     }
 
     #[test]
