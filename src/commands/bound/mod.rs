@@ -16,8 +16,10 @@
 
 use serde_json::{Map, Value as Json};
 
+mod json_out;
 mod raw;
-pub use raw::{Top, bound_raw_quoted, quote_json_text};
+pub use json_out::quote_json_text;
+pub use raw::{Top, bound_raw_quoted};
 
 /// Deepest nesting of arrays and maps in a result an agent receives: the JSON-RPC line
 /// wraps it in a few more levels, and strict parsers stop at 128.
