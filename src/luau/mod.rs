@@ -4,7 +4,6 @@
 //! sessions, the wire or tool errors (tests/floors.rs holds it there). The commands turn
 //! what it finds into their answers.
 
-pub mod edit;
 pub mod syntax;
 
 pub use syntax::{SyntaxError, check};
