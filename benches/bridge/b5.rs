@@ -34,7 +34,9 @@ pub(super) async fn b5(plan: &Plan, report: &mut Report) -> anyhow::Result<()> {
                 what,
                 vec![size as f64 / (1024.0 * 1024.0)],
                 Unit::MiB,
-                Target::AtMost(12.0),
+                // TESTING.md's B5: the binary at most 14 MB (it holds Luau's compiler since
+                // the syntax gate, issue 29); idle RSS stays at most 12.
+                Target::AtMost(14.0),
             );
             report.note(format!(
                 "B5 binary size: {size} bytes, the binary `cargo build --release` ships ({}), not the one this \
