@@ -115,7 +115,11 @@ PY
 host=$(rustc -vV 2>/dev/null | sed -n 's/^host: //p' || true)
 if [ "$host" = "$target" ]; then
   said=$("$unpacked/$inner" --version) || fail "the unpacked $inner does not run"
-  [ "$said" = "studio-bridge $version" ] || fail "the unpacked $inner says '$said', not 'studio-bridge $version'"
+  # `studio-bridge <version>`, then what it bundles (e.g. ` (Luau 0.740)`).
+  case "$said" in
+    "studio-bridge $version" | "studio-bridge $version "*) ;;
+    *) fail "the unpacked $inner says '$said', not 'studio-bridge $version'" ;;
+  esac
   ran=", runs: $said"
 else
   ran=" (built for $target on $host: not run here)"
