@@ -302,14 +302,7 @@ pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions
             if as_json {
                 println!("{}", error.to_json());
             } else {
-                eprintln!(
-                    "{}",
-                    err_style.red(&format!(
-                        "error[{}]: {}",
-                        error.code,
-                        render::escape_controls(&error.message)
-                    ))
-                );
+                print_error(err_style, &error);
             }
             return ExitCode::FAILURE;
         }
@@ -387,14 +380,7 @@ pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions
                 written
             }
             Err(error) => {
-                eprintln!(
-                    "{}",
-                    err_style.red(&format!(
-                        "error[{}]: {}",
-                        error.code,
-                        render::escape_controls(&error.message)
-                    ))
-                );
+                print_error(err_style, error);
                 Ok(())
             }
         }
@@ -430,6 +416,19 @@ pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions
     }
     running.shutdown().await;
     status
+}
+
+/// A tool error as a person reads it on stderr: `error[code]: message`, its Studio text
+/// escaped like every other.
+fn print_error(err_style: render::Style, error: &crate::protocol::ToolError) {
+    eprintln!(
+        "{}",
+        err_style.red(&format!(
+            "error[{}]: {}",
+            error.code,
+            render::escape_controls(&error.message)
+        ))
+    );
 }
 
 #[cfg(test)]
