@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::ws::{CloseFrame, Message, WebSocket};
+use axum::extract::ws::{Message, WebSocket};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use futures_util::stream::{SplitSink, SplitStream};
@@ -16,10 +16,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::budget;
 use super::events::{Admit, EventBudget};
-use super::link::{Link, Outbound};
+use super::link::Link;
 use super::pairing::{self, Pairing, Plan};
 use super::registry::Registry;
 use super::turns::Turns;
+use super::writer::{WsMessage, write_until_done};
 use super::{Progress, SessionEvent};
 use crate::protocol::frame::FrameError;
 use crate::protocol::messages::{Framing, Hello, HostMessage, PluginFailure, PluginMessage, Routed, encode_frame};
@@ -99,7 +100,7 @@ pub async fn serve_plugin(
     }
 
     let (outbound, queue) = mpsc::unbounded_channel();
-    let writer = tokio::spawn(write_loop(sink, queue, |_| {}));
+    let writer = tokio::spawn(write_until_done(sink, queue, |_| {}));
     let link = Link::new(framing, outbound);
     let session_id = hello.session_id.clone();
     // Queued before the session becomes resolvable, so `welcome` is the first thing the
@@ -173,9 +174,9 @@ async fn refuse(
             },
             framing,
         );
-        let _ = sink.send(to_message(frame)).await;
+        let _ = sink.send(Message::frame(frame)).await;
     }
-    let _ = sink.send(close_message(close_code, close_reason)).await;
+    let _ = sink.send(Message::close(close_code, close_reason)).await;
 }
 
 fn mismatch_message(protocol: u64) -> String {
@@ -301,7 +302,7 @@ async fn handshake(
         },
         framing,
     );
-    if sink.send(to_message(challenge)).await.is_err() {
+    if sink.send(Message::frame(challenge)).await.is_err() {
         return Err("closed before the pairing challenge".into());
     }
     let failed = || pairing.refuse_failed_auth().map_or(Ok(()), Err);
@@ -544,59 +545,3 @@ async fn sleep_until(at: Option<tokio::time::Instant>) {
 
 /// Frames larger than this are decoded on a blocking thread.
 const OFF_THREAD_BYTES: usize = 256 * 1024;
-
-/// Owns the sending half of a socket: feeds everything already queued, then flushes
-/// once. Shared by plugin and peer connections; `written` hears the size of each frame
-/// once the socket has taken it.
-pub(super) async fn write_loop(
-    mut sink: SplitSink<WebSocket, Message>,
-    mut queue: mpsc::UnboundedReceiver<Outbound>,
-    mut written: impl FnMut(usize),
-) {
-    while let Some(first) = queue.recv().await {
-        let mut next = Some(first);
-        // Feed everything already queued, then flush once.
-        while let Some(item) = next {
-            match item {
-                Outbound::Frame(frame) => {
-                    let size = match &frame {
-                        crate::protocol::messages::Frame::Binary(bytes) => bytes.len(),
-                        crate::protocol::messages::Frame::Text(text) => text.len(),
-                    };
-                    if sink.feed(to_message(frame)).await.is_err() {
-                        return;
-                    }
-                    written(size);
-                }
-                Outbound::Close(code, reason) => {
-                    let _ = sink.send(close_message(code, reason)).await;
-                    return;
-                }
-                Outbound::Ping => {
-                    if sink.feed(Message::Ping(Default::default())).await.is_err() {
-                        return;
-                    }
-                }
-            }
-            next = queue.try_recv().ok();
-        }
-        if sink.flush().await.is_err() {
-            return;
-        }
-    }
-    let _ = sink.close().await;
-}
-
-fn to_message(frame: crate::protocol::messages::Frame) -> Message {
-    match frame {
-        crate::protocol::messages::Frame::Binary(bytes) => Message::Binary(bytes.into()),
-        crate::protocol::messages::Frame::Text(text) => Message::Text(text.into()),
-    }
-}
-
-pub(super) fn close_message(code: u16, reason: &'static str) -> Message {
-    Message::Close(Some(CloseFrame {
-        code,
-        reason: reason.into(),
-    }))
-}

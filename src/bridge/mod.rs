@@ -12,6 +12,7 @@
 //! waits 0–500 ms of jitter (none after a clean shutdown) and races to bind again.
 
 pub mod budget;
+pub mod calls;
 pub mod connection;
 pub mod events;
 pub mod host;
@@ -26,8 +27,9 @@ pub mod registry;
 pub mod resolve;
 pub mod secret_file;
 pub mod token;
-mod turns;
+pub mod turns;
 pub mod unidentified;
+pub mod writer;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

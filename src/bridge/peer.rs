@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -19,10 +19,13 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_util::sync::CancellationToken;
 
+use super::calls::{InFlight, lock};
 use super::events::{EventSink, EventStream};
 use super::liveness::{self, Silence};
 use super::peer_server::CLOSE_HOST_SHUTDOWN;
+use super::writer::{Outbound, WriterEnd, write_frames};
 use super::{Call, CallHooks, Progress, Reply, SessionEvent, SessionInfo, Target};
+use crate::protocol::messages::Frame;
 use crate::protocol::peer::{HostReply, PeerOut, encode};
 use crate::protocol::{ErrorCode, ToolError, value};
 
@@ -30,17 +33,12 @@ use crate::protocol::{ErrorCode, ToolError, value};
 const DEADLINE_SLACK: Duration = Duration::from_millis(500);
 
 pub struct PeerLink {
-    outbound: mpsc::UnboundedSender<Message>,
-    pending: Mutex<HashMap<u64, Pending>>,
+    outbound: mpsc::UnboundedSender<Outbound>,
+    calls: InFlight<Reply>,
     subscriptions: Mutex<HashMap<u64, EventSink>>,
     next_id: AtomicU64,
     lost: CancellationToken,
     closed_cleanly: AtomicBool,
-}
-
-struct Pending {
-    reply: oneshot::Sender<Result<Reply, ToolError>>,
-    progress: Option<mpsc::Sender<Progress>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -49,10 +47,6 @@ pub enum ConnectError {
     Unauthorized,
     #[error("cannot connect to the bridge host at {addr}: {reason}")]
     Failed { addr: String, reason: String },
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 pub fn host_lost() -> ToolError {
@@ -106,10 +100,11 @@ impl PeerLink {
             Err(error) => return Err(failed(error.to_string())),
         };
         let (mut sink, mut stream) = socket.split();
-        let (outbound, mut queue) = mpsc::unbounded_channel::<Message>();
+        let (outbound, mut queue) = mpsc::unbounded_channel::<Outbound>();
         let link = Arc::new(PeerLink {
             outbound,
-            pending: Mutex::new(HashMap::new()),
+            // The host caps each session's calls; a peer's own may span many sessions.
+            calls: InFlight::new(usize::MAX),
             subscriptions: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             lost: CancellationToken::new(),
@@ -119,14 +114,15 @@ impl PeerLink {
         tokio::spawn(async move {
             // Selected against the loss, so a writer blocked on a host that stopped
             // reading (its socket buffer full) does not outlive the link.
-            let failed = tokio::select! {
-                () = writer_lost.cancelled() => false,
-                failed = pump(&mut sink, &mut queue) => failed,
+            let end = tokio::select! {
+                () = writer_lost.cancelled() => WriterEnd::Drained,
+                end = write_frames(&mut sink, &mut queue, |_| {}) => end,
             };
-            if failed {
-                writer_lost.cancel();
-            } else {
-                let _ = tokio::time::timeout(liveness::PING_EVERY, sink.close()).await;
+            match end {
+                WriterEnd::SocketFailed => writer_lost.cancel(),
+                WriterEnd::Drained | WriterEnd::Closed => {
+                    let _ = tokio::time::timeout(liveness::PING_EVERY, sink.close()).await;
+                }
             }
         });
         let reader = Arc::clone(&link);
@@ -145,7 +141,7 @@ impl PeerLink {
                             );
                             break;
                         }
-                        let _ = reader.outbound.send(Message::Ping(Vec::new().into()));
+                        let _ = reader.outbound.send(Outbound::Ping);
                         continue;
                     }
                 };
@@ -178,10 +174,7 @@ impl PeerLink {
 
     fn teardown(&self) {
         self.lost.cancel();
-        let drained: Vec<Pending> = lock(&self.pending).drain().map(|(_, p)| p).collect();
-        for pending in drained {
-            let _ = pending.reply.send(Err(host_lost()));
-        }
+        self.calls.fail_all(&host_lost());
         lock(&self.subscriptions).clear();
     }
 
@@ -190,9 +183,7 @@ impl PeerLink {
         // the one every inbound frame gets.
         match HostReply::decode_bytes(frame, usize::MAX) {
             Ok(HostReply::Result { id, outcome, ran }) => {
-                if let Some(pending) = lock(&self.pending).remove(&id) {
-                    let _ = pending.reply.send(outcome.map(|value| Reply { value, ran }));
-                }
+                self.calls.resolve(id, outcome.map(|value| Reply { value, ran }));
             }
             Ok(HostReply::Progress {
                 id,
@@ -200,16 +191,14 @@ impl PeerLink {
                 total,
                 message,
             }) => {
-                if let Some(Pending {
-                    progress: Some(sink), ..
-                }) = lock(&self.pending).get(&id)
-                {
-                    let _ = sink.try_send(Progress {
+                self.calls.progress(
+                    id,
+                    Progress {
                         progress,
                         total,
                         message,
-                    });
-                }
+                    },
+                );
             }
             Ok(HostReply::Event {
                 id,
@@ -229,7 +218,7 @@ impl PeerLink {
                     drop(subscriptions);
                     let _ = self
                         .outbound
-                        .send(Message::Binary(encode(&PeerOut::Cancel { id }).into()));
+                        .send(Outbound::Frame(Frame::Binary(encode(&PeerOut::Cancel { id }))));
                 }
             }
             Ok(HostReply::Unknown(kind)) => tracing::debug!(%kind, "ignored an unknown host message"),
@@ -243,19 +232,14 @@ impl PeerLink {
         message: impl FnOnce(u64) -> Vec<u8>,
     ) -> Result<(u64, oneshot::Receiver<Result<Reply, ToolError>>), ToolError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (reply, receiver) = oneshot::channel();
-        {
-            let mut pending = lock(&self.pending);
-            if self.lost.is_cancelled() {
-                return Err(host_lost());
-            }
-            pending.insert(id, Pending { reply, progress });
-        }
-        if self.outbound.send(Message::Binary(message(id).into())).is_err() {
-            lock(&self.pending).remove(&id);
+        let Ok(answer) = self.calls.register(id, progress) else {
+            return Err(host_lost());
+        };
+        if self.outbound.send(Outbound::Frame(Frame::Binary(message(id)))).is_err() {
+            self.calls.forget(id);
             return Err(host_lost());
         }
-        Ok((id, receiver))
+        Ok((id, answer))
     }
 
     pub async fn call(&self, call: Call, hooks: CallHooks) -> Result<Reply, ToolError> {
@@ -288,10 +272,10 @@ impl PeerLink {
     }
 
     fn cancel(&self, id: u64) {
-        lock(&self.pending).remove(&id);
+        self.calls.forget(id);
         let _ = self
             .outbound
-            .send(Message::Binary(encode(&PeerOut::Cancel { id }).into()));
+            .send(Outbound::Frame(Frame::Binary(encode(&PeerOut::Cancel { id }))));
     }
 
     pub async fn sessions(&self, timeout: Duration) -> Result<Vec<SessionInfo>, ToolError> {
@@ -320,27 +304,6 @@ impl PeerLink {
         lock(&self.subscriptions).insert(id, sender);
         Ok(receiver)
     }
-}
-
-/// Writes what is queued, feeding all that is ready before each flush, until the queue
-/// closes (false) or the socket fails (true).
-async fn pump<S>(sink: &mut S, queue: &mut mpsc::UnboundedReceiver<Message>) -> bool
-where
-    S: futures_util::Sink<Message> + Unpin,
-{
-    while let Some(first) = queue.recv().await {
-        let mut next = Some(first);
-        while let Some(message) = next {
-            if sink.feed(message).await.is_err() {
-                return true;
-            }
-            next = queue.try_recv().ok();
-        }
-        if sink.flush().await.is_err() {
-            return true;
-        }
-    }
-    false
 }
 
 #[derive(serde::Deserialize)]

@@ -21,12 +21,11 @@ use rmpv::Value as Msgpack;
 use tokio::sync::{Notify, broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
-use super::connection::write_loop;
 use super::events::{self, EventSink};
-use super::link::Outbound;
 use super::liveness::{self, Silence};
 use super::registry::{self, Registry};
 use super::turns::Turns;
+use super::writer::{Outbound, write_until_done};
 use super::{Call, CallHooks, PROGRESS_QUEUE, Progress, SessionEvent, Target};
 use crate::protocol::messages::Frame;
 use crate::protocol::peer::{HostOut, PeerRequest, encode, encode_result};
@@ -121,7 +120,7 @@ pub async fn serve_peer(socket: WebSocket, registry: Arc<Registry>, shutdown: Ca
         overflow: CancellationToken::new(),
     };
     let room = Arc::clone(&outbound.room);
-    let writer = tokio::spawn(write_loop(sink, queue, move |written| {
+    let writer = tokio::spawn(write_until_done(sink, queue, move |written| {
         let before = queued.fetch_sub(written, Ordering::Relaxed);
         if before > PEER_LOSSY_BYTES && before - written <= PEER_LOSSY_BYTES {
             room.notify_waiters();

@@ -12,10 +12,11 @@ use std::time::{Duration, Instant};
 
 use crate::protocol::raw::RawValue;
 use serde::Serialize;
-use tokio::sync::{broadcast, oneshot, watch};
+use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::link::{Link, MAX_IN_FLIGHT, Pending, Registered, lock};
+use super::calls::{Refused, lock};
+use super::link::{Link, MAX_IN_FLIGHT};
 use super::resolve::{Candidate, Choice, Target, resolve};
 use super::{Call, CallHooks, Reply, SessionEvent};
 use crate::protocol::messages::{Hello, HostMessage};
@@ -274,18 +275,10 @@ impl Registry {
         defaulted: bool,
     ) -> Result<RawValue, ToolError> {
         let id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
-        let (reply_tx, reply_rx) = oneshot::channel();
-        let progress = hooks.progress.clone();
-        match link.register(
-            id,
-            Pending {
-                reply: reply_tx,
-                progress,
-            },
-        ) {
-            Registered::Yes => {}
-            Registered::Closed => return Err(lost_before_send()),
-            Registered::Full => {
+        let reply_rx = match link.calls.register(id, hooks.progress.clone()) {
+            Ok(answer) => answer,
+            Err(Refused::Closed) => return Err(lost_before_send()),
+            Err(Refused::Full) => {
                 return Err(ToolError::new(
                     ErrorCode::Busy,
                     format!(
@@ -294,7 +287,7 @@ impl Registry {
                     ),
                 ));
             }
-        }
+        };
         let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
         let plugin_timeout = call.plugin_timeout.unwrap_or(remaining).min(remaining);
         let sent = link.send(&HostMessage::Request {
@@ -306,14 +299,14 @@ impl Registry {
             defaulted,
         });
         if !sent {
-            link.forget(id);
+            link.calls.forget(id);
             return Err(lost_before_send());
         }
         tokio::select! {
             // The link let the call go without an answer: it was sent, so it may have run.
             reply = reply_rx => reply.unwrap_or_else(|_| Err(lost_after_send())),
             () = tokio::time::sleep_until(deadline) => {
-                link.forget(id);
+                link.calls.forget(id);
                 link.send(&HostMessage::Cancel {
                     id,
                     session: link.channel.as_deref(),
@@ -328,7 +321,7 @@ impl Registry {
                 ))
             }
             () = hooks.cancel.cancelled() => {
-                link.forget(id);
+                link.calls.forget(id);
                 link.send(&HostMessage::Cancel {
                     id,
                     session: link.channel.as_deref(),
@@ -576,7 +569,7 @@ mod tests {
     use rmpv::Value as Msgpack;
     use tokio::sync::mpsc;
 
-    use crate::bridge::link::Outbound;
+    use crate::bridge::writer::Outbound;
     use crate::protocol::messages::{Frame, Framing};
 
     fn hello(session_id: &str) -> Hello {

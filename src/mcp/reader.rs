@@ -35,6 +35,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, ReadBuf};
 
 use super::backlog::Backlog;
+use crate::bridge::turns::Turns;
 
 /// Deepest nesting passed through. serde_json's own limit is 128; this stays below it
 /// so that whatever rmcp wraps around the message still parses.
@@ -104,8 +105,8 @@ pub struct LineReader<R> {
     ready_at: usize,
     chunk: Box<[u8]>,
     eof: bool,
-    /// Lines handed out since the last yield.
-    handed: usize,
+    /// Lines handed out this turn ([`LINES_PER_TURN`] a turn).
+    turns: Turns,
     backlog: Arc<Backlog>,
     /// Running while the reader waits for room in the backlog.
     stall: Option<Pin<Box<tokio::time::Sleep>>>,
@@ -122,7 +123,7 @@ impl<R> LineReader<R> {
             ready_at: 0,
             chunk: vec![0; 64 * 1024].into_boxed_slice(),
             eof: false,
-            handed: 0,
+            turns: Turns::new(LINES_PER_TURN),
             backlog,
             stall: None,
             discarding: false,
@@ -167,9 +168,7 @@ impl<R: AsyncRead + Unpin> AsyncRead for LineReader<R> {
         let this = &mut *self;
         loop {
             if this.ready_at < this.ready.len() {
-                if this.handed >= LINES_PER_TURN {
-                    this.handed = 0;
-                    cx.waker().wake_by_ref();
+                if this.turns.poll_next_turn(cx).is_pending() {
                     return Poll::Pending;
                 }
                 if this.backlog.poll_room(cx).is_pending() {
@@ -186,15 +185,16 @@ impl<R: AsyncRead + Unpin> AsyncRead for LineReader<R> {
                 let window = &ready[..buf.remaining().min(ready.len())];
                 // What fits, but no further than the end of this turn's last line.
                 let mut n = window.len();
+                let room = this.turns.room();
                 let mut lines = 0;
                 for at in memchr::memchr_iter(b'\n', window) {
                     lines += 1;
-                    if this.handed + lines == LINES_PER_TURN {
+                    if lines == room {
                         n = at + 1;
                         break;
                     }
                 }
-                this.handed += lines;
+                this.turns.spend(lines);
                 buf.put_slice(&window[..n]);
                 this.ready_at += n;
                 if this.ready_at == this.ready.len() {
