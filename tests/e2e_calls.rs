@@ -41,12 +41,12 @@ async fn a_reconnect_inside_the_grace_period_completes_the_next_call() {
         port,
         Identity::edit("A"),
         handler(|action, args| match action {
-            "exec" if args["script"].as_str() == Some("drop") => Reply::Drop(Some(Duration::from_millis(400))),
+            "exec" if args["script"].as_str() == Some("drop()") => Reply::Drop(Some(Duration::from_millis(400))),
             _ => studio_like()(action, args),
         }),
     )
     .await;
-    let error = mcp.err("studio_exec", json!({"script": "drop"})).await;
+    let error = mcp.err("studio_exec", json!({"script": "drop()"})).await;
     assert_eq!(error["code"], "session_lost");
     // Sent while the plugin is away: waits for its new hello, then runs once.
     let state = mcp.ok("studio_state", json!({})).await;

@@ -22,7 +22,7 @@ async fn plugin_errors_keep_their_code_and_unknown_codes_become_plugin_error() {
         handler(|action, args| match action {
             "query" => Reply::Err("not_found", "No instance at game.Workspace.Nope".into()),
             "state" => Reply::Err("exploded", "something odd".into()),
-            "exec" if args["script"].as_str() == Some("busy") => Reply::Err("busy", "Studio is busy; retry".into()),
+            "exec" if args["script"].as_str() == Some("busy()") => Reply::Err("busy", "Studio is busy; retry".into()),
             "exec" => Reply::Err("permission_denied", "Script injection is disabled".into()),
             _ => Reply::Err("unknown_action", "The plugin has no action logs; update it.".into()),
         }),
@@ -36,9 +36,9 @@ async fn plugin_errors_keep_their_code_and_unknown_codes_become_plugin_error() {
     assert_eq!(error["details"]["pluginCode"], "exploded");
     let error = mcp.err("studio_logs", json!({})).await;
     assert_eq!(error["code"], "unknown_action");
-    let error = mcp.err("studio_exec", json!({"script": "busy"})).await;
+    let error = mcp.err("studio_exec", json!({"script": "busy()"})).await;
     assert_eq!(error["code"], "busy");
-    let error = mcp.err("studio_exec", json!({"script": "x"})).await;
+    let error = mcp.err("studio_exec", json!({"script": "x()"})).await;
     assert_eq!(error["code"], "permission_denied");
 }
 

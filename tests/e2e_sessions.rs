@@ -279,8 +279,8 @@ async fn playtest_sessions_carried_over_the_edit_socket_are_routed_by_session() 
     );
 
     // exec defaults to the server: the request goes out tagged for the carried server.
-    let ran = mcp.ok("studio_exec", json!({"script": "on the server"})).await;
-    assert_eq!(ran["returns"], json!(["on the server"]));
+    let ran = mcp.ok("studio_exec", json!({"script": "on_the_server()"})).await;
+    assert_eq!(ran["returns"], json!(["on_the_server()"]));
     assert_eq!(
         (ran["sessionId"].as_str(), ran["context"].as_str()),
         (Some("A-server"), Some("server"))
@@ -288,10 +288,10 @@ async fn playtest_sessions_carried_over_the_edit_socket_are_routed_by_session() 
     let ran = mcp
         .ok(
             "studio_exec",
-            json!({"script": "on client 2", "sessionId": "A-client2"}),
+            json!({"script": "on_client_2()", "sessionId": "A-client2"}),
         )
         .await;
-    assert_eq!(ran["returns"], json!(["on client 2"]));
+    assert_eq!(ran["returns"], json!(["on_client_2()"]));
     let state = mcp.ok("studio_state", json!({})).await;
     assert_eq!(state["sessionId"], "A-edit", "the socket's own session is untagged");
     let sessions: Vec<Option<String>> = edit.log().requests.iter().map(|r| r.session.clone()).collect();
@@ -327,7 +327,7 @@ async fn carried_sessions_reconnect_with_their_socket_and_strangers_are_refused(
         port,
         Identity::edit("A"),
         handler(|action, args| match action {
-            "exec" if args["script"].as_str() == Some("drop") => Reply::Drop(Some(Duration::from_millis(300))),
+            "exec" if args["script"].as_str() == Some("drop()") => Reply::Drop(Some(Duration::from_millis(300))),
             _ => studio_like()(action, args),
         }),
     )
@@ -355,9 +355,9 @@ async fn carried_sessions_reconnect_with_their_socket_and_strangers_are_refused(
 
     // The socket drops mid-call: the call on the carried server fails, and the session
     // comes back when the edit plugin reconnects and says hello for it again.
-    let error = mcp.err("studio_exec", json!({"script": "drop"})).await;
+    let error = mcp.err("studio_exec", json!({"script": "drop()"})).await;
     assert_eq!(error["code"], "session_lost");
-    let ran = mcp.ok("studio_exec", json!({"script": "after"})).await;
+    let ran = mcp.ok("studio_exec", json!({"script": "after()"})).await;
     assert_eq!(ran["sessionId"], "A-server");
     let log = edit.log();
     assert_eq!(log.welcomes, 2);

@@ -120,13 +120,13 @@ async fn a_broken_create_source_is_refused_with_its_line_and_nothing_reaches_stu
 }
 
 #[tokio::test]
-async fn exec_and_test_run_with_check_answer_a_syntax_error_without_a_round_trip() {
+async fn exec_and_test_run_answer_a_syntax_error_without_a_round_trip() {
     let port = free_port();
     let mcp = Mcp::spawn(port, &[]).await;
     let plugin = FakePlugin::connect(port, Identity::edit("A"), studio()).await;
 
     let broken = "local a = 1\nlocal b = = 2\nreturn a + b";
-    let error = mcp.err("studio_exec", json!({"script": broken, "check": true})).await;
+    let error = mcp.err("studio_exec", json!({"script": broken})).await;
     assert_eq!(error["code"], "syntax_error", "{error}");
     let message = error["message"].as_str().unwrap();
     assert!(
@@ -135,9 +135,7 @@ async fn exec_and_test_run_with_check_answer_a_syntax_error_without_a_round_trip
     );
     assert_eq!(error["details"]["errors"][0]["line"], 2, "{error}");
 
-    let error = mcp
-        .err("studio_test_run", json!({"script": "return (", "check": true}))
-        .await;
+    let error = mcp.err("studio_test_run", json!({"script": "return ("})).await;
     assert_eq!(error["code"], "syntax_error", "{error}");
     assert!(
         error["message"].as_str().unwrap().starts_with("[string \"exec\"]:1: "),
@@ -149,13 +147,14 @@ async fn exec_and_test_run_with_check_answer_a_syntax_error_without_a_round_trip
         actions(&plugin)
     );
 
-    // Valid Luau runs as before, checked or not; unchecked, a broken chunk is the plugin's
-    // to answer (as `success: false`), as it always was.
-    let ran = mcp.ok("studio_exec", json!({"script": MODERN, "check": true})).await;
+    assert!(message.contains("check: false"), "names the way past it: {message}");
+
+    // Valid Luau runs as before; with `check: false`, a broken chunk is the plugin's to
+    // answer (as `success: false`), as it always was.
+    let ran = mcp.ok("studio_exec", json!({"script": MODERN})).await;
     assert_eq!(ran["success"], true, "{ran}");
-    mcp.ok("studio_exec", json!({"script": broken})).await;
-    mcp.ok("studio_test_run", json!({"script": MODERN, "check": true}))
-        .await;
+    mcp.ok("studio_exec", json!({"script": broken, "check": false})).await;
+    mcp.ok("studio_test_run", json!({"script": MODERN})).await;
     assert_eq!(actions(&plugin), ["exec", "exec", "test_run"]);
     assert_eq!(plugin.log().requests[1].args["script"].as_str(), Some(broken));
     assert!(plugin.log().requests[0].args["check"].is_nil(), "check is the host's");

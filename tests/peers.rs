@@ -29,7 +29,7 @@ fn signal(pid: u32, signal: &str) {
 /// `exec "slow"` is never answered; everything else as Studio would.
 fn slow_never_answers() -> support::fake_plugin::Handler {
     handler(|action, args| match action {
-        "exec" if args["script"].as_str() == Some("slow") => Reply::Never,
+        "exec" if args["script"].as_str() == Some("slow()") => Reply::Never,
         _ => studio_like()(action, args),
     })
 }
@@ -42,11 +42,11 @@ async fn a_peer_whose_host_is_stopped_fails_its_call_with_host_lost_then_fails_o
     let peer = Mcp::spawn(port, &[]).await;
     peer.ok("studio_state", json!({})).await;
 
-    let slow = peer.call("studio_exec", json!({"script": "slow"}));
+    let slow = peer.call("studio_exec", json!({"script": "slow()"}));
     let stop = async {
         plugin
             .wait("the slow request", Duration::from_secs(10), |log| {
-                log.requests.iter().any(|r| r.args["script"].as_str() == Some("slow"))
+                log.requests.iter().any(|r| r.args["script"].as_str() == Some("slow()"))
             })
             .await;
         // SIGSTOP: the host's sockets stay open, it just stops answering.
@@ -76,7 +76,7 @@ async fn a_peer_whose_host_is_stopped_fails_its_call_with_host_lost_then_fails_o
         .log()
         .requests
         .iter()
-        .filter(|r| r.args["script"].as_str() == Some("slow"))
+        .filter(|r| r.args["script"].as_str() == Some("slow()"))
         .count();
     assert_eq!(slow_runs, 1, "the lost call was not re-sent");
 }
@@ -94,13 +94,13 @@ async fn a_host_drops_a_peer_that_stops_answering_pings_and_cancels_its_calls() 
         ("id", 7.into()),
         ("target", value_map(vec![])),
         ("action", "exec".into()),
-        ("args", value_map(vec![("script", "slow".into())])),
+        ("args", value_map(vec![("script", "slow()".into())])),
         ("timeoutMs", 120_000.into()),
     ]);
     sink.send(raw_peer::frame(&call)).await.unwrap();
     plugin
         .wait("the raw peer's call", Duration::from_secs(10), |log| {
-            log.requests.iter().any(|r| r.args["script"].as_str() == Some("slow"))
+            log.requests.iter().any(|r| r.args["script"].as_str() == Some("slow()"))
         })
         .await;
 

@@ -30,7 +30,7 @@ fn host_is_up(port: u16) -> bool {
 
 fn exec_counting(counter: &'static str) -> support::fake_plugin::Handler {
     handler(move |action, args| match action {
-        "exec" if args["script"].as_str() == Some("slow") => {
+        "exec" if args["script"].as_str() == Some("slow()") => {
             Reply::After(Duration::from_secs(5), Box::new(Reply::Ok(Value::from(counter))))
         }
         _ => studio_like()(action, args),
@@ -102,11 +102,11 @@ async fn when_the_host_is_killed_a_survivor_takes_over_and_nothing_runs_twice() 
     survivor.ok("studio_state", json!({})).await;
 
     // A slow call from a peer is in flight through the host when the host dies.
-    let slow = survivor.call("studio_exec", json!({"script": "slow"}));
+    let slow = survivor.call("studio_exec", json!({"script": "slow()"}));
     let kill = async {
         plugin
             .wait("the slow request", Duration::from_secs(5), |log| {
-                log.requests.iter().any(|r| r.args["script"].as_str() == Some("slow"))
+                log.requests.iter().any(|r| r.args["script"].as_str() == Some("slow()"))
             })
             .await;
         let pid = host.pid;
@@ -144,7 +144,7 @@ async fn when_the_host_is_killed_a_survivor_takes_over_and_nothing_runs_twice() 
     let slow_runs = log
         .requests
         .iter()
-        .filter(|r| r.args["script"].as_str() == Some("slow"))
+        .filter(|r| r.args["script"].as_str() == Some("slow()"))
         .count();
     assert_eq!(slow_runs, 1, "the lost call was not re-sent");
 }

@@ -252,7 +252,12 @@ async fn exec_in_play_compiles_through_a_module_script_outside_the_data_model() 
             json!([{"level": "Print", "body": "in play 1"}, {"level": "Warning", "body": "careful"}])
         );
     }
-    let syntax = exchange(&mcp, "studio_exec", json!({"script": "local a = 1\nlocal b = = 2"})).await;
+    let syntax = exchange(
+        &mcp,
+        "studio_exec",
+        json!({"script": "local a = 1\nlocal b = = 2", "check": false}),
+    )
+    .await;
     assert_eq!(syntax["success"], false);
     assert_eq!(syntax["compiledWith"], "module");
     let message = syntax["error"].as_str().unwrap();

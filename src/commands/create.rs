@@ -23,13 +23,9 @@ pub struct CreateArgs {
     /// false: skip the host's Luau syntax check of sources (for syntax newer than the bundled
     /// Luau). Kept out of the MCP schema, whose catalogue budget is spent: the `syntax_error`
     /// that needs it names it.
-    #[serde(default = "yes", skip_serializing)]
+    #[serde(default = "super::check_by_default", skip_serializing)]
     #[schemars(skip)]
     pub check: bool,
-}
-
-fn yes() -> bool {
-    true
 }
 
 /// {className, parent (may be an earlier item), name?, properties?, attributes?, tags?, source?}

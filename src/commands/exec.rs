@@ -33,10 +33,10 @@ pub struct ExecArgs {
     /// game: during a test, in the game's own script VM (its module tables).
     #[serde(default, skip_serializing_if = "Runtime::is_plugin")]
     pub runtime: Runtime,
-    /// true: refuse a syntax error host-side (`syntax_error`), with no round trip. Opt-in
-    /// for now (the terminal and tests rely on the plugin's `success: false` answer) and
-    /// kept out of the MCP schema, whose catalogue budget is spent.
-    #[serde(default, skip_serializing)]
+    /// false: skip the host's Luau syntax check (for syntax newer than the bundled Luau; the
+    /// terminal, which reads the plugin's own compile stage to continue a chunk). Kept out of
+    /// the MCP schema, whose catalogue budget is spent: the `syntax_error` names it.
+    #[serde(default = "super::check_by_default", skip_serializing)]
     #[schemars(skip)]
     pub check: bool,
 }
@@ -146,8 +146,15 @@ impl Command for Exec {
 /// checks its script the same way.
 pub(super) fn check_syntax(script: &str) -> Result<(), ToolError> {
     crate::luau::check(script).map_err(|errors| {
-        ToolError::new(ErrorCode::SyntaxError, crate::luau::chunk_message("exec", &errors))
-            .with_details(crate::luau::details(&errors))
+        ToolError::new(
+            ErrorCode::SyntaxError,
+            format!(
+                "{}. Nothing ran. Fix the script, or pass check: false for syntax newer than the bundled Luau {}.",
+                crate::luau::chunk_message("exec", &errors),
+                crate::luau::version()
+            ),
+        )
+        .with_details(crate::luau::details(&errors))
     })
 }
 

@@ -56,6 +56,11 @@ pub enum Kind {
     Destructive,
 }
 
+/// Scripts pass the host's Luau syntax check unless a call says `check: false`.
+pub(crate) fn check_by_default() -> bool {
+    true
+}
+
 /// How tool names start: `studio_exec` (MCP tools, and the names policy globs match).
 pub const TOOL_PREFIX: &str = "studio_";
 

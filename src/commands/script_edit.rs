@@ -32,7 +32,7 @@ pub struct ScriptEditArgs {
     /// the bundled Luau). Kept out of the MCP schema, whose catalogue budget is spent: the
     /// `syntax_error` that needs it names it. `edits` and `find` are not checked yet (the
     /// host would have to apply them to the source it reads first).
-    #[serde(default = "yes", skip_serializing)]
+    #[serde(default = "super::check_by_default", skip_serializing)]
     #[schemars(skip)]
     pub check: bool,
 }
@@ -89,10 +89,6 @@ impl Command for ScriptEdit {
 
 fn one() -> u32 {
     1
-}
-
-fn yes() -> bool {
-    true
 }
 
 /// Luau's parser over the new source before it is sent: a syntax error writes nothing.

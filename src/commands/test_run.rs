@@ -38,9 +38,9 @@ pub struct TestRunArgs {
     pub timeout_ms: u64,
     #[serde(default, skip_serializing_if = "Runtime::is_plugin")]
     pub runtime: Runtime,
-    /// true: refuse a syntax error host-side (`syntax_error`), with no playtest started;
-    /// as `exec`'s `check`, opt-in and kept out of the MCP schema.
-    #[serde(default, skip_serializing)]
+    /// false: skip the host's Luau syntax check, which otherwise refuses a syntax error
+    /// (`syntax_error`) with no playtest started; as `exec`'s `check`.
+    #[serde(default = "super::check_by_default", skip_serializing)]
     #[schemars(skip)]
     pub check: bool,
 }

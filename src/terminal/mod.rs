@@ -397,6 +397,9 @@ impl Terminal {
         let mut args = Map::new();
         args.insert("script".into(), Json::String(chunk.to_owned()));
         args.insert("env".into(), Json::String(attached.env.clone()));
+        // The plugin compiles it: its `stage: "compile"` error is how an unfinished chunk
+        // is told apart from a broken one (chunk.rs), which the host's check would not say.
+        args.insert("check".into(), Json::Bool(false));
         let outcome = self.invoke(exec, args, attached.target()).await;
         if let Ok(output) = &outcome
             && chunk::continues(&output.value(), chunk)
