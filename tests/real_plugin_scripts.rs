@@ -199,3 +199,66 @@ async fn script_edit_and_script_search_are_answered_by_the_real_plugin() {
 
     let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
 }
+
+#[tokio::test]
+async fn line_and_find_edits_are_checked_as_the_new_source_and_dry_run_writes_nothing() {
+    let (rbxm, mcp, _studio) = edit_studio().await;
+    mcp.ok(
+        "studio_exec",
+        json!({"script": "local s = Instance.new('Script')\ns.Name = 'Gate'\n\
+            s.Source = 'local a = 1\\nlocal b = 2\\nreturn a + b\\n'\n\
+            s.Parent = game:GetService('ServerStorage')"}),
+    )
+    .await;
+    let path = "game.ServerStorage.Gate";
+    let before = mcp.ok("studio_script_read", json!({"path": path})).await;
+
+    // Two lines inserted above, then line 2 of the old source broken: Luau names line 4
+    // of the new source, and nothing is written.
+    let broken = mcp
+        .err(
+            "studio_script_edit",
+            json!({"path": path, "edits": [
+                {"startLine": 1, "endLine": 0, "text": "--!strict\n-- gate"},
+                {"startLine": 2, "endLine": 2, "text": "local b = = 2"},
+            ]}),
+        )
+        .await;
+    assert_eq!(broken["code"], "syntax_error", "{broken}");
+    assert_eq!(broken["details"]["errors"][0]["line"], 4, "{broken}");
+    let found = mcp
+        .err(
+            "studio_script_edit",
+            json!({"path": path, "find": "return a + b", "replace": "return a +"}),
+        )
+        .await;
+    assert_eq!(found["code"], "syntax_error", "{found}");
+    assert_eq!(
+        found["details"]["errors"][0]["line"], 4,
+        "the error is past the last line: {found}"
+    );
+    let unchanged = mcp.ok("studio_script_read", json!({"path": path})).await;
+    assert_eq!(unchanged["source"], before["source"], "nothing written");
+    assert_eq!(unchanged["hash"], before["hash"]);
+
+    // A dry run answers the hash the write then gives, and writes nothing (it opens no
+    // recording either: plugin/tests/ScriptEdit.spec.luau).
+    let edit = json!({"path": path, "find": "local b = 2", "replace": "local b = 3"});
+    let mut dry = edit.clone();
+    dry["dryRun"] = json!(true);
+    let would = exchange(&mcp, "studio_script_edit", dry).await;
+    assert_eq!(would["dryRun"], true, "{would}");
+    let still = mcp.ok("studio_script_read", json!({"path": path})).await;
+    assert_eq!(still["source"], before["source"], "a dry run writes nothing");
+
+    let wrote = mcp.ok("studio_script_edit", edit).await;
+    assert_eq!(wrote["hash"], would["hash"], "{wrote}");
+    let after = mcp.ok("studio_script_read", json!({"path": path})).await;
+    assert_eq!(after["source"], "local a = 1\nlocal b = 3\nreturn a + b\n");
+    let undone = mcp.ok("studio_undo", json!({})).await;
+    assert_eq!(undone["done"], 1, "one undo step: {undone}");
+    let restored = mcp.ok("studio_script_read", json!({"path": path})).await;
+    assert_eq!(restored["source"], before["source"]);
+
+    let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
+}

@@ -7,9 +7,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{Command, Invocation, Kind, Output, Spec};
-use crate::protocol::{Context, ErrorCode, ToolError};
+use crate::protocol::{Context, ErrorCode, ToolError, value};
 
-#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ScriptEditArgs {
     pub path: String,
@@ -28,17 +28,20 @@ pub struct ScriptEditArgs {
     pub count: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_hash: Option<String>,
-    /// false: skip the host's Luau syntax check of a whole `source` (for syntax newer than
+    // Check the edit and answer the would-be hash; write nothing. (No doc comment: it would
+    // be the schema's description, and the catalogue's budget is spent; the name says it.)
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub dry_run: bool,
+    /// false: skip the host's Luau syntax check of the new source (for syntax newer than
     /// the bundled Luau). Kept out of the MCP schema, whose catalogue budget is spent: the
-    /// `syntax_error` that needs it names it. `edits` and `find` are not checked yet (the
-    /// host would have to apply them to the source it reads first).
+    /// `syntax_error` that needs it names it.
     #[serde(default = "super::check_by_default", skip_serializing)]
     #[schemars(skip)]
     pub check: bool,
 }
 
 /// Lines startLine..endLine (inclusive) become `text`; endLine = startLine - 1 inserts.
-#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[schemars(description = "")]
 pub struct LineEdit {
@@ -54,6 +57,25 @@ pub struct ScriptEditResult {
     pub hash: String,
     pub line_count: u32,
     pub path: String,
+    /// true: nothing was written (the call asked for `dryRun`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub dry_run: bool,
+}
+
+/// What the plugin answers for a `dryRun`: the new source its edit would make, and the hash
+/// of the source it made it from.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Preview {
+    base_hash: String,
+    hash: String,
+    line_count: u32,
+    path: String,
+    source: String,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 pub struct ScriptEdit;
@@ -76,14 +98,58 @@ impl Command for ScriptEdit {
         follow_event: None,
     };
 
+    /// A whole `source` is checked as it is, then written. Line `edits` and `find` are
+    /// applied by the plugin's own rules as a dry run first: the host checks the source they
+    /// would make (so a syntax error names the new source's lines), then writes that source
+    /// whole against the hash it was made from, so a change in between is a `conflict`,
+    /// never lost. `dryRun` stops after the check.
     async fn run(args: ScriptEditArgs, cx: &Invocation) -> Result<Output, ToolError> {
         validate(&args)?;
-        if args.check
-            && let Some(source) = &args.source
-        {
-            check_syntax(source)?;
+        if let Some(source) = args.source.as_deref().filter(|_| !args.dry_run) {
+            if args.check {
+                check_syntax(source)?;
+            }
+            return cx.forward(&Self::SPEC, &args).await;
         }
-        cx.forward(&Self::SPEC, &args).await
+        let preview = ScriptEditArgs {
+            dry_run: true,
+            ..args.clone()
+        };
+        let raw = cx.call_plugin(&Self::SPEC, &preview, Self::SPEC.timeout, None).await?;
+        let preview: Preview = raw
+            .decode()
+            .map(value::into_json)
+            .ok()
+            .and_then(|json| serde_json::from_value(json).ok())
+            .ok_or_else(|| {
+                ToolError::new(
+                    ErrorCode::PluginError,
+                    "The plugin answered script_edit's dry run without the new source; update the plugin (studio-bridge install-plugin).",
+                )
+            })?;
+        if args.check {
+            check_syntax(&preview.source)?;
+        }
+        if args.dry_run {
+            return Ok(Output::json(serde_json::json!({
+                "hash": preview.hash,
+                "lineCount": preview.line_count,
+                "path": preview.path,
+                "dryRun": true,
+            })));
+        }
+        let write = ScriptEditArgs {
+            path: preview.path,
+            source: Some(preview.source),
+            edits: None,
+            find: None,
+            replace: None,
+            count: 1,
+            expected_hash: Some(preview.base_hash),
+            dry_run: false,
+            check: args.check,
+        };
+        cx.forward(&Self::SPEC, &write).await
     }
 }
 
