@@ -9,6 +9,7 @@
 //!   `Stack End`): `Script 'ServerScriptService.Foo', Line 12` and `… - function bar`;
 //! - ScriptContext.Error's `stackTrace`: `ServerScriptService.Foo, line 12 - function bar`;
 //! - `debug.traceback()`: `ServerScriptService.Foo:12 function bar`.
+//!
 //! The engine reference leaves the stack formats undefined (debug.traceback: "may change
 //! at any time"); these are the forms Studio is known to print, unverified here.
 //!
@@ -72,19 +73,19 @@ fn in_line(line: &str) -> Vec<(&str, u32)> {
     // Script 'ServerScriptService.Foo', Line 12
     if let Some(at) = line.find("Script '") {
         let rest = &line[at + "Script '".len()..];
-        if let Some(end) = rest.find("', Line ") {
-            if let Some(number) = leading_number(&rest[end + "', Line ".len()..]) {
-                return vec![(&rest[..end], number)];
-            }
+        if let Some(end) = rest.find("', Line ")
+            && let Some(number) = leading_number(&rest[end + "', Line ".len()..])
+        {
+            return vec![(&rest[..end], number)];
         }
     }
     // ServerScriptService.Foo, line 12 - function bar
-    if let Some(at) = line.find(", line ") {
-        if let Some(number) = leading_number(&line[at + ", line ".len()..]) {
-            let name = line[..at].trim();
-            if !name.contains(char::is_whitespace) {
-                return vec![(name, number)];
-            }
+    if let Some(at) = line.find(", line ")
+        && let Some(number) = leading_number(&line[at + ", line ".len()..])
+    {
+        let name = line[..at].trim();
+        if !name.contains(char::is_whitespace) {
+            return vec![(name, number)];
         }
     }
     // ServerScriptService.Foo:12: message  /  ServerScriptService.Foo:12 function bar

@@ -297,7 +297,7 @@ impl Watched {
                 } else {
                     "results name no files until it is fixed"
                 };
-                tracing::warn!("the sourcemap {} {problem}; {kept}", self.path.display());
+                tracing::warn!("the sourcemap {}: {problem}; {kept}", self.path.display());
                 state.problem = Some(problem);
             }
         }
