@@ -9,7 +9,8 @@
 //!   during test_run, carry locations with the right file and line.
 //! - script_edit of a mapped script is refused (`file_backed`, naming the file) with nothing
 //!   written; `force` writes.
-//! - A change to the sourcemap is seen by the next call.
+//! - A change to the sourcemap is seen by the next call; two `mcp` processes on one bridge
+//!   each name the files of their own sourcemap.
 //! - `studio-bridge logs` prints `file:line:` for a line that names a mapped script.
 
 mod support;
@@ -81,7 +82,7 @@ async fn sync_project(mcp: &Mcp, with_faulty: bool) -> Json {
 #[tokio::test]
 async fn mapped_scripts_carry_their_files_and_edits_of_them_are_refused() {
     let (dir, sourcemap) = sourcemap_copy("results");
-    let (rbxm, mcp, _studio, _port) = studio_with(&sourcemap).await;
+    let (rbxm, mcp, _studio, port) = studio_with(&sourcemap).await;
 
     let created = sync_project(&mcp, false).await;
     assert_eq!(
@@ -110,6 +111,27 @@ async fn mapped_scripts_carry_their_files_and_edits_of_them_are_refused() {
         .ok("studio_script_read", json!({"path": "ServerScriptService.Local"}))
         .await;
     assert_eq!(own.get("file"), None, "{own}");
+
+    // Several mcp processes on one bridge: each annotates with its own sourcemap (a second
+    // agent in another checkout of the project, joined as a peer).
+    let other = dir.join("other-sourcemap.json");
+    std::fs::write(
+        &other,
+        std::fs::read_to_string(&sourcemap)
+            .unwrap()
+            .replace("src/server/Boot.server.luau", "checkout-2/src/server/Boot.server.luau"),
+    )
+    .unwrap();
+    let peer = Mcp::spawn_paired(port, &["--sourcemap", other.to_str().unwrap()]).await;
+    let theirs = peer
+        .ok("studio_script_read", json!({"path": "game.ServerScriptService.Boot"}))
+        .await;
+    assert_eq!(theirs["file"], "checkout-2/src/server/Boot.server.luau", "{theirs}");
+    let ours = mcp
+        .ok("studio_script_read", json!({"path": "game.ServerScriptService.Boot"}))
+        .await;
+    assert_eq!(ours["file"], "src/server/Boot.server.luau", "{ours}");
+    drop(peer);
 
     // find and script_search matches.
     let found = mcp
