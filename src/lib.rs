@@ -15,4 +15,5 @@ pub mod mcp;
 pub mod plugin_install;
 pub mod policy;
 pub mod protocol;
+pub mod sourcemap;
 pub mod terminal;

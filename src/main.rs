@@ -139,7 +139,7 @@ async fn run_mcp(
     // The MCP client closing stdin ends us, host or not; so does SIGTERM. Either way a
     // host hands over to its peers at once.
     let served = tokio::select! {
-        served = mcp::serve_stdio(running.bridge.clone(), options.limits(), policy) => served,
+        served = mcp::serve_stdio(running.bridge.clone(), options.limits(), policy, options.sourcemap()) => served,
         () = shutdown_signal() => Ok(()),
     };
     running.shutdown().await;

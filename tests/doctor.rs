@@ -255,7 +255,16 @@ async fn a_running_host_and_a_paired_plugin_are_all_well_and_the_session_is_list
     )
     .await;
 
-    let run = machine.doctor(&["--json", "--plugin", dir.to_str().unwrap()]).await;
+    let sourcemap = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rojo-place/sourcemap.json");
+    let run = machine
+        .doctor(&[
+            "--json",
+            "--plugin",
+            dir.to_str().unwrap(),
+            "--sourcemap",
+            sourcemap.to_str().unwrap(),
+        ])
+        .await;
     assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
     let report = run.json();
     assert_eq!(report["ok"], true);
@@ -275,7 +284,8 @@ async fn a_running_host_and_a_paired_plugin_are_all_well_and_the_session_is_list
             "plugins-folder",
             "plugin",
             "pairing",
-            "sessions"
+            "sessions",
+            "sourcemap"
         ]
     );
     for name in names {
@@ -307,12 +317,19 @@ async fn a_running_host_and_a_paired_plugin_are_all_well_and_the_session_is_list
             .contains("A-edit")
     );
 
-    let human = machine.doctor(&["--plugin", dir.to_str().unwrap()]).await;
+    let human = machine
+        .doctor(&[
+            "--plugin",
+            dir.to_str().unwrap(),
+            "--sourcemap",
+            sourcemap.to_str().unwrap(),
+        ])
+        .await;
     assert_eq!(human.code, Some(0));
     let lines: Vec<&str> = human.stdout.lines().collect();
-    assert_eq!(lines.len(), 9, "one line per check and the verdict: {}", human.stdout);
-    assert!(lines[..8].iter().all(|l| l.starts_with("ok ")), "{}", human.stdout);
-    assert_eq!(lines[8], "all is well");
+    assert_eq!(lines.len(), 10, "one line per check and the verdict: {}", human.stdout);
+    assert!(lines[..9].iter().all(|l| l.starts_with("ok ")), "{}", human.stdout);
+    assert_eq!(lines[9], "all is well");
 }
 
 #[tokio::test]
@@ -487,4 +504,42 @@ async fn a_port_held_by_an_unproven_process_is_a_problem_naming_how_to_find_it()
         drop(squatter);
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+#[tokio::test]
+async fn the_sourcemap_found_is_reported_with_how_many_scripts_it_maps() {
+    let machine = Machine::new("sourcemap");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rojo-place/sourcemap.json");
+    let report = machine
+        .doctor(&["--json", "--sourcemap", fixture.to_str().unwrap()])
+        .await
+        .json();
+    let found = check(&report, "sourcemap");
+    assert_eq!(found["status"], "ok", "{report}");
+    let detail = found["detail"].as_str().unwrap();
+    assert!(detail.contains("maps 5 scripts to files"), "{detail}");
+
+    let missing = machine.root.join("no-sourcemap.json");
+    let report = machine
+        .doctor(&["--json", "--sourcemap", missing.to_str().unwrap()])
+        .await
+        .json();
+    let none = check(&report, "sourcemap");
+    assert_eq!(none["status"], "warn", "no sourcemap is normal: {report}");
+    assert!(
+        none["detail"].as_str().unwrap().starts_with("no sourcemap at"),
+        "{none}"
+    );
+
+    let bad = machine.root.join("sourcemap.json");
+    std::fs::write(&bad, "{\"name\": \"Game\"").unwrap();
+    let run = machine.doctor(&["--json", "--sourcemap", bad.to_str().unwrap()]).await;
+    let report = run.json();
+    let broken = check(&report, "sourcemap");
+    assert_eq!(broken["status"], "problem", "{report}");
+    assert!(broken["fix"].as_str().unwrap().contains("rojo sourcemap"), "{broken}");
+    assert_eq!(run.code, Some(1));
+    let warnings: Vec<&str> = run.stderr.lines().filter(|l| l.contains("WARN")).collect();
+    assert_eq!(warnings.len(), 1, "one warning on stderr: {}", run.stderr);
+    assert!(warnings[0].contains("not a Rojo sourcemap"), "{}", run.stderr);
 }

@@ -100,6 +100,12 @@ fn offences(src: &Path) -> Vec<String> {
             "config",
             [&adapters[..], &["policy", "bridge", "protocol", "luau"]].concat(),
         ),
+        // The sourcemap (the project's files behind scripts) sits below the command table,
+        // beside the Luau checks: it knows paths and files, nothing of sessions or the wire.
+        (
+            "sourcemap",
+            [&adapters[..], &["policy", "bridge", "protocol", "luau", "config"]].concat(),
+        ),
         // The command table sits below every adapter.
         ("commands", ["cli", "mcp", "terminal"].to_vec()),
         // The rendering library sits below the command table (its `args` is an adapter's).

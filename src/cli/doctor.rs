@@ -6,8 +6,9 @@
 //! pairing secret (where it lives and its permissions, never its value), whether the host
 //! proves it holds that secret as the plugin requires (a port squatter cannot), Studio's plugins
 //! folder, the installed plugin (whether it is this binary's plugin and carries the
-//! current secret), and, when a host runs, the sessions connected to it (joined as a
-//! peer, as `studio-bridge sessions` does). Each check is ok, warn (worth knowing, nothing
+//! current secret), when a host runs, the sessions connected to it (joined as a peer, as
+//! `studio-bridge sessions` does), and the project's sourcemap (`--sourcemap`, else
+//! `sourcemap.json` here) and how many scripts it maps to files. Each check is ok, warn (worth knowing, nothing
 //! to fix) or problem (with the exact command that fixes it); the exit code is 1 when any
 //! check is a problem. Nothing here hosts the bridge or writes a file.
 
@@ -26,6 +27,7 @@ use crate::bridge::{self, Mode, SessionInfo, StartError, pairing, token};
 use crate::human::render::Style;
 use crate::plugin_install::{self, PLUGIN_FILE_NAME, PLUGIN_RBXM};
 use crate::protocol::SERVER_VERSION;
+use crate::sourcemap;
 
 /// How a check came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -215,12 +217,44 @@ pub async fn diagnose(options: &HostOptions, plugin_out: Option<&Path>) -> Repor
             None => {}
         }
     }
+    checks.push(sourcemap_check(options.sourcemap().status()));
     Report {
         ok: checks.iter().all(|c| c.ok),
         version: SERVER_VERSION,
         port,
         checks,
         sessions,
+    }
+}
+
+/// The sourcemap this directory's `mcp` would read (TOOLS.md, "Your files"): none is
+/// normal for a project without a sync tool; one that does not parse is a problem.
+fn sourcemap_check(status: sourcemap::Status) -> Check {
+    const REGENERATE: &str = "rojo sourcemap default.project.json -o sourcemap.json";
+    match status {
+        sourcemap::Status::Loaded { path, scripts } => Check::ok(
+            "sourcemap",
+            format!(
+                "{} maps {} to files: results name them, and script_edit of them is refused (edit the file)",
+                path.display(),
+                match scripts {
+                    1 => "1 script".to_owned(),
+                    n => format!("{n} scripts"),
+                }
+            ),
+        ),
+        sourcemap::Status::Missing(path) => Check::warn(
+            "sourcemap",
+            format!(
+                "no sourcemap at {}: results name Studio paths only (a Rojo project writes one with `{REGENERATE}`; or pass --sourcemap PATH)",
+                path.display()
+            ),
+        ),
+        sourcemap::Status::Bad { path, problem } => Check::problem(
+            "sourcemap",
+            format!("the sourcemap {}: {problem}", path.display()),
+            format!("write it again: `{REGENERATE}` (add --watch to keep it current)"),
+        ),
     }
 }
 

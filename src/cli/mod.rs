@@ -18,6 +18,7 @@ use crate::human::args::{arguments, default_image_path, subcommand_for};
 use crate::human::render;
 use crate::policy::{Capability, Policy, PolicyFlags};
 use crate::protocol::{Context, DEFAULT_PORT};
+use crate::sourcemap::Watched;
 
 /// Options shared by everything that may host the bridge.
 #[derive(Debug, Clone)]
@@ -27,6 +28,8 @@ pub struct HostOptions {
     pub max_result_kib: usize,
     /// `--allow-unpaired`: should this process host, accept plugins without the secret.
     pub allow_unpaired: bool,
+    /// `--sourcemap`: the project's sourcemap, else `sourcemap.json` in the working directory.
+    pub sourcemap: Option<PathBuf>,
 }
 
 impl HostOptions {
@@ -36,6 +39,7 @@ impl HostOptions {
             max_message_mib: matches.get_one::<usize>("max-message-mib").copied().unwrap_or(64),
             max_result_kib: matches.get_one::<usize>("max-result-kib").copied().unwrap_or(256),
             allow_unpaired: matches.try_get_one::<bool>("allow-unpaired").ok().flatten() == Some(&true),
+            sourcemap: matches.try_get_one::<PathBuf>("sourcemap").ok().flatten().cloned(),
         }
     }
 
@@ -50,6 +54,11 @@ impl HostOptions {
                 Pairing::required()
             },
         }
+    }
+
+    /// This process's sourcemap (TOOLS.md, "Your files"), re-read when it changes.
+    pub fn sourcemap(&self) -> Arc<Watched> {
+        Watched::new(self.sourcemap.clone())
     }
 
     pub fn limits(&self) -> Limits {
@@ -131,6 +140,15 @@ pub fn command() -> clap::Command {
                 .global(true)
                 .action(ArgAction::SetTrue)
                 .help("When hosting, accept plugins without this user's pairing secret (a headless test Studio, a hand-installed plugin)"),
+        )
+        .arg(
+            Arg::new("sourcemap")
+                .long("sourcemap")
+                .global(true)
+                .value_name("PATH")
+                .env("STUDIO_BRIDGE_SOURCEMAP")
+                .value_parser(clap::value_parser!(PathBuf))
+                .help("The project's Rojo sourcemap, to name the files behind scripts in results and logs [default: ./sourcemap.json]"),
         )
         .arg(
             Arg::new("max-result-kib")
@@ -326,6 +344,7 @@ pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions
             .flatten()
             .and_then(|c| Context::parse(c)),
     };
+    let files = options.sourcemap();
     let follow = match command.spec().follow_event {
         Some(event) if matches.get_flag("follow") => {
             match running.bridge.subscribe(&target, &[event.to_owned()]).await {
@@ -344,6 +363,7 @@ pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions
         defaults: Arc::new(Mutex::new(Target::default())),
         target,
         policy: Some(Arc::new(policy.report())),
+        files: Some(Arc::clone(&files)),
     };
     let outcome = command.invoke(args, parts, options.limits()).await;
     let mut stdout = std::io::stdout().lock();
@@ -396,13 +416,14 @@ pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions
                 event = events.recv() => event,
                 _ = tokio::signal::ctrl_c() => None,
             };
-            let Some(event) = event else { break };
+            let Some(mut event) = event else { break };
             if event.event == bridge::GAP_EVENT && !as_json {
                 // Said once per failover; stdout keeps to Studio's own lines.
                 let message = event.data["message"].as_str().unwrap_or_default();
                 eprintln!("{}", err_style.dim(message));
                 continue;
             }
+            commands::files::locate_entry(&mut event.data, files.current().as_deref());
             let line = if as_json {
                 serde_json::json!({ "sessionId": event.session_id, "event": event.event, "data": event.data })
                     .to_string()

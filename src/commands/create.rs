@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
 
 use super::reflection::{self, sentence};
+use std::collections::BTreeMap;
+
+use super::files::Files;
 use super::{Command, Invocation, Kind, Output, Spec};
 use crate::luau;
 use crate::protocol::{Context, ErrorCode, ToolError};
@@ -56,6 +59,9 @@ pub struct CreateItem {
 pub struct CreateResult {
     /// The new instances' paths, in item order.
     pub created: Vec<String>,
+    /// `{path: file}` for the new scripts the project's sourcemap maps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<BTreeMap<String, String>>,
 }
 
 pub struct Create;
@@ -76,6 +82,10 @@ impl Command for Create {
         positional: &[],
         truncation_hint: "",
         follow_event: None,
+    };
+    const FILES: Files = Files {
+        path_lists: &["created"],
+        ..Files::NONE
     };
 
     /// A script's source on any item (`source`, or a `Source` property) is code.

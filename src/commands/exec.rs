@@ -11,6 +11,7 @@ use serde_json::Value as Json;
 
 use super::{Command, Invocation, Kind, Output, Spec};
 use crate::protocol::{Context, ErrorCode, ToolError};
+use crate::sourcemap::locations::Location;
 
 /// Longest `timeoutMs` accepted (10 minutes).
 const MAX_TIMEOUT_MS: u64 = 600_000;
@@ -69,6 +70,9 @@ pub struct ExecResult {
     /// Luau's error message with its line, when success is false.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Where the error names scripts: `{path, line, file?}` (file: from the project's sourcemap).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locations: Option<Vec<Location>>,
     /// Where it failed, when success is false: `compile` (a syntax error; nothing ran) or `run`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stage: Option<ExecStage>,
@@ -122,6 +126,11 @@ impl Command for Exec {
         positional: &["script"],
         truncation_hint: "Return or print less (e.g. a count or a slice instead of a whole table).",
         follow_event: None,
+    };
+    const FILES: super::files::Files = super::files::Files {
+        messages: &["error"],
+        only_failures: true,
+        ..super::files::Files::NONE
     };
 
     async fn run(args: ExecArgs, cx: &Invocation) -> Result<Output, ToolError> {
@@ -190,7 +199,13 @@ impl Render for Exec {
                 .get("error")
                 .and_then(Json::as_str)
                 .unwrap_or("the script failed");
-            let _ = writeln!(rendered.stderr, "{}", err.red(&format!("error: {}", clean(message))));
+            // `file:line: ` first where the error names a script the sourcemap maps.
+            let at = crate::human::render::file_line(result);
+            let _ = writeln!(
+                rendered.stderr,
+                "{at}{}",
+                err.red(&format!("error: {}", clean(message)))
+            );
         }
         Some(rendered)
     }

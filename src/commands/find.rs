@@ -8,6 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
+use super::files::Files;
 use super::{Command, Invocation, Kind, Output, Render, Spec};
 use crate::human::render::{Rendered, Style, clean};
 use crate::protocol::{Context, ToolError};
@@ -58,6 +59,9 @@ pub struct FindResult {
 pub struct FindMatch {
     pub path: String,
     pub class_name: String,
+    /// A script's file, when the project's sourcemap maps it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
 }
 
 pub struct Find;
@@ -78,6 +82,10 @@ impl Command for Find {
         positional: &["root"],
         truncation_hint: "Narrow the root or the filters, or raise limit.",
         follow_event: None,
+    };
+    const FILES: Files = Files {
+        path_objects: &["matches"],
+        ..Files::NONE
     };
 
     async fn run(args: FindArgs, cx: &Invocation) -> Result<Output, ToolError> {

@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 use super::{Command, Invocation, Kind, Output, Render, Spec};
-use crate::human::render::{Rendered, Style, count, log_line};
+use crate::human::render::{Rendered, Style, count, file_line, log_line};
 use crate::protocol::{Context, ToolError};
+use crate::sourcemap::locations::Location;
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -71,6 +72,10 @@ pub struct LogEntry {
     pub body: String,
     /// Unix milliseconds.
     pub timestamp: f64,
+    /// Where the line names scripts (an error, a stack line): `{path, line, file?}`, file
+    /// from the project's sourcemap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locations: Option<Vec<Location>>,
 }
 
 pub struct Logs;
@@ -92,6 +97,10 @@ impl Command for Logs {
         truncation_hint: "Ask for fewer entries (count), filter by levels, or page with since.",
         follow_event: Some("log"),
     };
+    const FILES: super::files::Files = super::files::Files {
+        entries: &["entries"],
+        ..super::files::Files::NONE
+    };
 
     async fn run(args: LogsArgs, cx: &Invocation) -> Result<Output, ToolError> {
         if !(1..=10_000).contains(&args.count) {
@@ -102,15 +111,16 @@ impl Command for Logs {
 }
 
 impl Render for Logs {
-    /// One `[Level] body` line an entry, coloured by level; lines lost before they were
-    /// read are a note on stderr.
+    /// One `[Level] body` line an entry, coloured by level, after `file:line: ` where it
+    /// names a script the project's sourcemap maps; lines lost before they were read are a
+    /// note on stderr.
     fn render(result: &Json, out: Style, err: Style) -> Option<Rendered> {
         let entries = result.get("entries")?.as_array()?;
         let mut rendered = Rendered::default();
         for entry in entries {
             let level = entry.get("level")?.as_str()?;
             let body = entry.get("body")?.as_str()?;
-            let _ = writeln!(rendered.stdout, "{}", log_line(level, body, out));
+            let _ = writeln!(rendered.stdout, "{}{}", file_line(entry), log_line(level, body, out));
         }
         if let Some(missed) = result.get("missed").and_then(Json::as_u64).filter(|n| *n > 0) {
             let note = format!(
@@ -151,6 +161,33 @@ mod tests {
         assert_eq!(
             event_line(&json!({"seq": 5, "level": "Warning", "body": "x"}), PLAIN),
             "[Warning] x"
+        );
+    }
+
+    #[test]
+    fn a_line_that_names_a_mapped_script_starts_with_its_file_and_line() {
+        let file = "src/server/Foo.server.luau";
+        let result = json!({"entries": [
+            {"seq": 1, "level": "Error", "body": "ServerScriptService.Foo:12: boom", "timestamp": 0,
+             "locations": [{"path": "game.ServerScriptService.Foo", "line": 12, "file": file}]},
+            {"seq": 2, "level": "Info", "body": "Script 'Workspace.X', Line 3", "timestamp": 0,
+             "locations": [{"path": "game.Workspace.X", "line": 3}]},
+            {"seq": 3, "level": "Info", "body": "Stack End", "timestamp": 0},
+        ], "total": 3, "bufferCapacity": 10, "nextSince": 3});
+        assert_eq!(
+            plain("logs", &result).stdout,
+            format!(
+                "{file}:12: [Error] ServerScriptService.Foo:12: boom\n[Info] Script 'Workspace.X', Line 3\n[Info] Stack End\n"
+            )
+        );
+        assert_eq!(
+            event_line(&result["entries"][0], PLAIN),
+            format!("{file}:12: [Error] ServerScriptService.Foo:12: boom")
+        );
+        let coloured = render("logs", &result, COLOR, PLAIN).stdout;
+        assert!(
+            coloured.starts_with(&format!("{file}:12: \x1b[31m[Error]")),
+            "{coloured:?}"
         );
     }
 }

@@ -8,6 +8,7 @@ pub mod clone;
 pub mod create;
 pub mod delete;
 pub mod exec;
+pub mod files;
 pub mod find;
 pub mod insert_asset;
 pub mod logs;
@@ -46,6 +47,7 @@ use crate::policy::Governed;
 pub use crate::policy::{ActivePolicy, Capabilities, Capability};
 use crate::protocol::raw::RawValue;
 use crate::protocol::{Context, ErrorCode, Ran, ToolError, value};
+use crate::sourcemap::{Sourcemap, Watched};
 use schema::{add_result_properties, add_session_properties, schema_for};
 
 /// What a command does to Studio, for MCP annotations and agents' caution.
@@ -175,12 +177,19 @@ pub struct Invocation {
     pub defaults: Arc<Mutex<Target>>,
     /// The caller's policy, for `sessions` to report.
     pub policy: Option<Arc<ActivePolicy>>,
+    /// The caller's sourcemap (each `mcp` process has its own), if it looks for one.
+    pub files: Option<Arc<Watched>>,
     /// The session that answered the last plugin call, for the result's
     /// `sessionId`/`context`.
     ran: Mutex<Option<Ran>>,
 }
 
 impl Invocation {
+    /// The caller's sourcemap as its file is now (TOOLS.md, "Your files").
+    pub fn sourcemap(&self) -> Option<Arc<Sourcemap>> {
+        files::current(self.files.as_ref())
+    }
+
     /// What most commands do: call the plugin action within the command's own timeout and
     /// hand its result to the agent as it came.
     pub async fn forward(&self, spec: &Spec, args: &impl Serialize) -> Result<Output, ToolError> {
@@ -257,6 +266,9 @@ pub trait Command: Render + Send + Sync + 'static {
     /// The shape of the result, for the MCP output schema.
     type Result: JsonSchema;
     const SPEC: Spec;
+    /// Where its result names scripts or carries Studio's messages: the sourcemap's files
+    /// and parsed locations are added there ([`files`]). None by default.
+    const FILES: files::Files = files::Files::NONE;
 
     /// What this call needs, for the policy: [`Spec::capabilities`] unless the arguments
     /// add to it (`selection` with `set` writes; `create` with a script's source is code).
@@ -296,6 +308,8 @@ pub struct InvocationParts {
     pub target: Target,
     /// The caller's policy as `sessions` reports it.
     pub policy: Option<Arc<ActivePolicy>>,
+    /// The caller's sourcemap, for the files in results (`None`: results name no files).
+    pub files: Option<Arc<Watched>>,
 }
 
 struct Erased<C>(PhantomData<C>);
@@ -345,6 +359,7 @@ impl<C: Command> DynCommand for Erased<C> {
                 hooks: parts.hooks,
                 defaults: parts.defaults,
                 policy: parts.policy,
+                files: parts.files,
                 ran: Mutex::new(None),
             };
             // A call that only reads (`selection` without `set`) is no write, whatever
@@ -355,6 +370,7 @@ impl<C: Command> DynCommand for Erased<C> {
             let mut output = C::run(typed, &cx)
                 .await
                 .map_err(|error| may_have_written(C::SPEC.name, kind, error))?;
+            annotate::<C>(&mut output, &cx).await?;
             let ran = cx.ran.lock().unwrap_or_else(|p| p.into_inner()).take();
             // Where it ran, and, for a plugin that cut its own result (query's budget),
             // the same hint.
@@ -459,6 +475,40 @@ pub static ALL: &[&dyn DynCommand] = &[
 
 pub fn find(name: &str) -> Option<&'static dyn DynCommand> {
     ALL.iter().copied().find(|c| c.spec().name == name)
+}
+
+/// Adds the sourcemap's files and Studio's locations where `C` says its result names
+/// scripts ([`Command::FILES`]); a plugin's result is decoded only then (off the async
+/// thread when large), and is otherwise handed on as it came.
+async fn annotate<C: Command>(output: &mut Output, cx: &Invocation) -> Result<(), ToolError> {
+    let notes = C::FILES;
+    let large = output_is_large(output);
+    match &mut output.body {
+        Body::Json(json) if !notes.is_none() => notes.annotate(json, cx.sourcemap().as_deref()),
+        Body::Plugin(raw) if notes.applies_to(raw) => {
+            let raw = raw.clone();
+            let map = cx.sourcemap();
+            let convert = move || -> Result<Json, ToolError> {
+                let mut json = value::into_json(plugin_value(C::SPEC.name, &raw)?);
+                notes.annotate(&mut json, map.as_deref());
+                Ok(json)
+            };
+            let json = if large {
+                tokio::task::spawn_blocking(convert)
+                    .await
+                    .map_err(|e| bad_result(C::SPEC.name, &format!("its result could not be converted: {e}")))??
+            } else {
+                convert()?
+            };
+            output.body = Body::Json(json);
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn output_is_large(output: &Output) -> bool {
+    matches!(&output.body, Body::Plugin(raw) if raw.len() > OFF_THREAD_BYTES)
 }
 
 /// Takes `sessionId`, `instanceId` and `context` out of the arguments into the target.

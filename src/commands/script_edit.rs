@@ -38,6 +38,12 @@ pub struct ScriptEditArgs {
     #[serde(default = "super::check_by_default", skip_serializing)]
     #[schemars(skip)]
     pub check: bool,
+    /// true: edit a script the project's sourcemap maps to a file (refused `file_backed`
+    /// otherwise). Kept out of the MCP schema, whose catalogue budget is spent: the
+    /// `file_backed` error that needs it names it.
+    #[serde(default, skip_serializing)]
+    #[schemars(skip)]
+    pub force: bool,
 }
 
 /// Lines startLine..endLine (inclusive) become `text`; endLine = startLine - 1 inserts.
@@ -105,6 +111,9 @@ impl Command for ScriptEdit {
     /// never lost. `dryRun` stops after the check.
     async fn run(args: ScriptEditArgs, cx: &Invocation) -> Result<Output, ToolError> {
         validate(&args)?;
+        if !args.force {
+            super::files::refuse_file_backed(&args.path, cx.sourcemap().as_deref())?;
+        }
         if let Some(source) = args.source.as_deref().filter(|_| !args.dry_run) {
             if args.check {
                 check_syntax(source)?;
@@ -148,6 +157,7 @@ impl Command for ScriptEdit {
             expected_hash: Some(preview.base_hash),
             dry_run: false,
             check: args.check,
+            force: args.force,
         };
         cx.forward(&Self::SPEC, &write).await
     }

@@ -8,6 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
+use super::files::Files;
 use super::{Command, Invocation, Kind, Output, Render, Spec};
 use crate::human::render::{Rendered, Style, clean};
 use crate::protocol::{Context, ToolError};
@@ -32,6 +33,9 @@ pub struct ScriptReadResult {
     /// Of the whole source, even for a range; opaque.
     pub hash: String,
     pub path: String,
+    /// The script's file, when the project's sourcemap maps it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
 }
 
 pub struct ScriptRead;
@@ -52,6 +56,10 @@ impl Command for ScriptRead {
         positional: &["path"],
         truncation_hint: "Read a line range with startLine and endLine.",
         follow_event: None,
+    };
+    const FILES: Files = Files {
+        path: true,
+        ..Files::NONE
     };
 
     async fn run(args: ScriptReadArgs, cx: &Invocation) -> Result<Output, ToolError> {

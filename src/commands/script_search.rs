@@ -6,6 +6,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::files::Files;
 use super::{Command, Invocation, Kind, Output, Spec};
 use crate::protocol::{Context, ToolError};
 
@@ -50,6 +51,9 @@ pub struct ScriptMatch {
     pub line: u32,
     /// The whole line, untrimmed; cut with a marker past 500 characters.
     pub text: String,
+    /// The script's file, when the project's sourcemap maps it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
 }
 
 pub struct ScriptSearch;
@@ -70,6 +74,10 @@ impl Command for ScriptSearch {
         positional: &["query"],
         truncation_hint: "Narrow the root or the query, or raise limit.",
         follow_event: None,
+    };
+    const FILES: Files = Files {
+        path_objects: &["matches"],
+        ..Files::NONE
     };
 
     async fn run(args: ScriptSearchArgs, cx: &Invocation) -> Result<Output, ToolError> {

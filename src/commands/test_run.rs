@@ -12,6 +12,7 @@ use serde_json::Value as Json;
 use super::exec::Runtime;
 use super::{Command, Invocation, Kind, Output, Spec};
 use crate::protocol::{Context, ToolError};
+use crate::sourcemap::locations::Location;
 
 /// Longest `timeoutMs` accepted (10 minutes).
 const MAX_TIMEOUT_MS: u64 = 600_000;
@@ -57,6 +58,9 @@ pub struct TestRunResult {
     pub returns: Vec<Json>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Where the error names scripts: `{path, line, file?}` (file: from the project's sourcemap).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locations: Option<Vec<Location>>,
     /// Output of the test's server and clients while it ran, in order.
     pub logs: Vec<TestLog>,
     pub duration_ms: u64,
@@ -70,6 +74,9 @@ pub struct TestLog {
     pub level: String,
     pub body: String,
     pub context: String,
+    /// Where the line names scripts: `{path, line, file?}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locations: Option<Vec<Location>>,
 }
 
 pub struct TestRun;
@@ -90,6 +97,11 @@ impl Command for TestRun {
         positional: &["script"],
         truncation_hint: "Return or print less.",
         follow_event: None,
+    };
+    const FILES: super::files::Files = super::files::Files {
+        messages: &["error"],
+        entries: &["logs"],
+        ..super::files::Files::NONE
     };
 
     async fn run(args: TestRunArgs, cx: &Invocation) -> Result<Output, ToolError> {

@@ -57,6 +57,9 @@ pub struct TagChanges {
 pub struct UpdateResult {
     /// Each item's path after the call.
     pub updated: Vec<String>,
+    /// `{path: file}` for the scripts the project's sourcemap maps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<std::collections::BTreeMap<String, String>>,
 }
 
 pub struct Update;
@@ -77,6 +80,10 @@ impl Command for Update {
         positional: &[],
         truncation_hint: "",
         follow_event: None,
+    };
+    const FILES: super::files::Files = super::files::Files {
+        path_lists: &["updated"],
+        ..super::files::Files::NONE
     };
 
     async fn run(args: UpdateArgs, cx: &Invocation) -> Result<Output, ToolError> {

@@ -151,8 +151,24 @@ pub fn event_line(data: &Json, style: Style) -> String {
         data.get("level").and_then(Json::as_str),
         data.get("body").and_then(Json::as_str),
     ) {
-        (Some(level), Some(body)) => log_line(level, body, style),
+        (Some(level), Some(body)) => format!("{}{}", file_line(data), log_line(level, body, style)),
         _ => clean(&data.to_string()).into_owned(),
+    }
+}
+
+/// `src/server/Foo.server.luau:12: ` for a log entry whose first located script has a file
+/// (its `locations`, from the project's sourcemap), else nothing: the form editors and
+/// terminals make clickable, at the start of the line.
+pub fn file_line(entry: &Json) -> String {
+    let located = entry
+        .get("locations")
+        .and_then(Json::as_array)
+        .into_iter()
+        .flatten()
+        .find_map(|l| Some((l.get("file")?.as_str()?, l.get("line")?.as_u64()?)));
+    match located {
+        Some((file, line)) => format!("{}:{line}: ", clean(file)),
+        None => String::new(),
     }
 }
 

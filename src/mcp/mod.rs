@@ -29,6 +29,7 @@ use crate::bridge::{Bridge, CallHooks, PROGRESS_QUEUE, Progress, Target};
 use crate::commands::{self, Body, DynCommand, InvocationParts, Kind, Limits, Output};
 use crate::policy::{ActivePolicy, Policy};
 use crate::protocol::{SERVER_VERSION, ToolError};
+use crate::sourcemap::Watched;
 use splice::Splicer;
 
 const TOOL_PREFIX: &str = "studio_";
@@ -46,10 +47,12 @@ pub struct McpServer {
     report: Arc<ActivePolicy>,
     /// Large results' text, prepared for the writer under the transport.
     splicer: Arc<Splicer>,
+    /// This process's sourcemap: each `mcp` annotates results with its own.
+    files: Arc<Watched>,
 }
 
 impl McpServer {
-    fn new(bridge: Bridge, limits: Limits, policy: Policy, splicer: Arc<Splicer>) -> McpServer {
+    fn new(bridge: Bridge, limits: Limits, policy: Policy, splicer: Arc<Splicer>, files: Arc<Watched>) -> McpServer {
         let tools = commands::ALL
             .iter()
             .filter(|c| policy.lists(**c))
@@ -63,6 +66,7 @@ impl McpServer {
             report: Arc::new(policy.report()),
             policy: Arc::new(policy),
             splicer,
+            files,
         }
     }
 }
@@ -187,6 +191,7 @@ impl ServerHandler for McpServer {
             defaults: Arc::clone(&self.defaults),
             target: Target::default(),
             policy: Some(Arc::clone(&self.report)),
+            files: Some(Arc::clone(&self.files)),
         };
         let invoke = command.invoke(args, parts, self.limits);
         let outcome = match progress {
@@ -301,10 +306,10 @@ async fn forwarding_progress<T>(
 }
 
 /// Serves MCP on stdin/stdout until the client disconnects.
-pub async fn serve_stdio(bridge: Bridge, limits: Limits, policy: Policy) -> anyhow::Result<()> {
+pub async fn serve_stdio(bridge: Bridge, limits: Limits, policy: Policy, files: Arc<Watched>) -> anyhow::Result<()> {
     use rmcp::ServiceExt as _;
     let splicer = Splicer::new();
-    let server = McpServer::new(bridge, limits, policy, Arc::clone(&splicer));
+    let server = McpServer::new(bridge, limits, policy, Arc::clone(&splicer), files);
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
     let backlog = backlog::Backlog::new();
     let stdout = backlog::AnswerCounter::new(

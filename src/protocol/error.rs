@@ -28,6 +28,9 @@ pub enum ErrorCode {
     ContextChanged,
     /// A script's source failed the host's Luau syntax check; nothing was sent to Studio.
     SyntaxError,
+    /// A write to a script the project's sourcemap maps to a file (a sync tool would
+    /// overwrite it); the message names the file to edit instead.
+    FileBacked,
 }
 
 impl ErrorCode {
@@ -51,6 +54,7 @@ impl ErrorCode {
             ErrorCode::Conflict => "conflict",
             ErrorCode::ContextChanged => "context_changed",
             ErrorCode::SyntaxError => "syntax_error",
+            ErrorCode::FileBacked => "file_backed",
         }
     }
 

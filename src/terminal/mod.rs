@@ -35,6 +35,7 @@ use crate::human::args::{arguments, default_image_path};
 use crate::human::render::{self, Style, escape_controls};
 use crate::policy::{ActivePolicy, Policy};
 use crate::protocol::{Context, ToolError};
+use crate::sourcemap::Watched;
 use dot::Dot;
 use session::{Attached, Pick};
 
@@ -140,6 +141,8 @@ struct Terminal {
     /// under it like any dot-command.
     policy: Policy,
     report: Arc<ActivePolicy>,
+    /// The sourcemap (`--sourcemap`, else ./sourcemap.json): files in results and logs.
+    files: Arc<Watched>,
     follow: Option<tokio::task::JoinHandle<()>>,
     out: Style,
     err: Style,
@@ -242,6 +245,7 @@ async fn attach_and_loop(
         printer,
         report: Arc::new(policy.report()),
         policy,
+        files: Watched::new(matches.try_get_one::<PathBuf>("sourcemap").ok().flatten().cloned()),
         follow: None,
         out: Style::stdout(),
         err: Style::stderr(),
@@ -373,6 +377,7 @@ impl Terminal {
             defaults: self.defaults.clone(),
             target,
             policy: Some(Arc::clone(&self.report)),
+            files: Some(Arc::clone(&self.files)),
         };
         let call = command.invoke(args, parts, self.limits);
         tokio::pin!(call);
@@ -564,12 +569,14 @@ impl Terminal {
             Ok(mut events) => {
                 let printer = self.printer.clone();
                 let style = self.out;
+                let files = Arc::clone(&self.files);
                 self.follow = Some(tokio::spawn(async move {
-                    while let Some(event) = events.recv().await {
+                    while let Some(mut event) = events.recv().await {
                         if event.event == bridge::GAP_EVENT {
                             let message = event.data["message"].as_str().unwrap_or_default();
                             printer.line(style.dim(message));
                         } else {
+                            commands::files::locate_entry(&mut event.data, files.current().as_deref());
                             printer.line(render::event_line(&event.data, style));
                         }
                     }

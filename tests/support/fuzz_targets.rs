@@ -569,6 +569,7 @@ pub fn tool_args(input: &[u8]) -> Check {
         defaults: Arc::new(Mutex::new(Target::default())),
         target: Target::default(),
         policy: None,
+        files: None,
     };
     let outcome = hostless
         .runtime
