@@ -9,6 +9,7 @@ pub mod create;
 pub mod delete;
 pub mod exec;
 pub mod find;
+pub mod input;
 pub mod insert_asset;
 pub mod logs;
 pub mod play;
@@ -450,6 +451,7 @@ pub static ALL: &[&dyn DynCommand] = &[
     erased::<create::Create>(),
     erased::<update::Update>(),
     erased::<insert_asset::InsertAsset>(),
+    erased::<input::Input>(),
 ];
 
 pub fn find(name: &str) -> Option<&'static dyn DynCommand> {
@@ -745,6 +747,7 @@ mod tests {
             ("create", &["write"]),
             ("update", &["write"]),
             ("insert_asset", &["write", "assets"]),
+            ("input", &["play"]),
         ];
         assert_eq!(expected.len(), ALL.len(), "every command is listed here");
         for (name, capabilities) in expected {

@@ -28,6 +28,14 @@ pub enum ErrorCode {
     ContextChanged,
     /// A script's source failed the host's Luau syntax check; nothing was sent to Studio.
     SyntaxError,
+    /// `input`, `ui`, `character` outside a Play client DataModel.
+    NotInPlay,
+    /// The engine refused a step of `input` (details.step, 1-based).
+    InputRefused,
+    /// `ui`: the target is hidden, outside the viewport or covered; nothing was sent.
+    NotClickable,
+    /// `ui`: several elements match the target; nothing was sent.
+    Ambiguous,
 }
 
 impl ErrorCode {
@@ -51,6 +59,10 @@ impl ErrorCode {
             ErrorCode::Conflict => "conflict",
             ErrorCode::ContextChanged => "context_changed",
             ErrorCode::SyntaxError => "syntax_error",
+            ErrorCode::NotInPlay => "not_in_play",
+            ErrorCode::InputRefused => "input_refused",
+            ErrorCode::NotClickable => "not_clickable",
+            ErrorCode::Ambiguous => "ambiguous",
         }
     }
 
@@ -132,6 +144,10 @@ mod tests {
             ErrorCode::HostLost,
             ErrorCode::PermissionDenied,
             ErrorCode::SyntaxError,
+            ErrorCode::NotInPlay,
+            ErrorCode::InputRefused,
+            ErrorCode::NotClickable,
+            ErrorCode::Ambiguous,
         ] {
             assert_eq!(ErrorCode::parse(code.as_str()), Some(code));
             assert_eq!(serde_json::to_value(code).unwrap(), Json::String(code.as_str().into()));
