@@ -183,3 +183,213 @@ async fn a_cancelled_input_releases_what_it_held() {
     }
     let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
 }
+
+/// A menu in the client's PlayerGui: a Play button, a button covered by an Active frame, a
+/// hidden one, two with the same text, and a TextBox; each counts what reached it.
+const MENU: &str = r#"
+    local gui = game.Players.LocalPlayer.PlayerGui
+    local menu = Instance.new("ScreenGui") menu.Name = "Menu" menu.Parent = gui
+    local function button(name, text, x, y)
+        local b = Instance.new("TextButton") b.Name = name b.Text = text
+        b.Size = UDim2.fromOffset(120, 40) b.Position = UDim2.fromOffset(x, y) b.Parent = menu
+        b.Activated:Connect(function() b:SetAttribute("activated", (b:GetAttribute("activated") or 0) + 1) end)
+        return b
+    end
+    local play = button("Play", "Play", 340, 176) play.Size = UDim2.fromOffset(120, 40)
+    button("Covered", "Shop", 20, 20)
+    local cover = Instance.new("Frame") cover.Name = "Cover" cover.Active = true cover.ZIndex = 2
+    cover.Size = UDim2.fromOffset(200, 100) cover.Position = UDim2.fromOffset(0, 0) cover.Parent = menu
+    button("Hidden", "Secret", 600, 20).Visible = false
+    button("Dup", "Again", 600, 100) button("Dup2", "Again", 600, 150)
+    local box = Instance.new("TextBox") box.Name = "Name" box.Text = "old"
+    box.Size = UDim2.fromOffset(200, 30) box.Position = UDim2.fromOffset(300, 300) box.Parent = menu
+    box.FocusLost:Connect(function(enter) box:SetAttribute("enter", enter) box:SetAttribute("lostWith", box.Text) end)
+    game:GetService("UserInputService").InputBegan:Connect(function()
+        menu:SetAttribute("inputs", (menu:GetAttribute("inputs") or 0) + 1)
+    end)
+    return true
+"#;
+
+const COUNTS: &str = r#"local menu = game.Players.LocalPlayer.PlayerGui.Menu
+    return menu.Play:GetAttribute("activated") or 0, menu.Covered:GetAttribute("activated") or 0,
+        menu:GetAttribute("inputs") or 0"#;
+
+#[tokio::test]
+async fn ui_clicks_by_path_and_text_refuses_what_a_player_could_not_click_and_types() {
+    let (rbxm, mcp, _studio) = play_studio().await;
+    assert_eq!(in_client(&mcp, MENU).await, json!([true]));
+
+    let listed = mcp.ok("studio_ui", json!({"action": "inspect"})).await;
+    assert_eq!(listed["viewport"], json!([800, 450]), "{listed}");
+    assert_eq!(listed["inset"], json!([0, 58]), "{listed}");
+    let play = listed["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["path"].as_str().is_some_and(|p| p.ends_with("Menu.Play")))
+        .unwrap_or_else(|| panic!("Play is listed: {listed}"));
+    // AbsolutePosition (340, 176) + half its size (60, 20) + the inset (0, 58).
+    assert_eq!(play["center"], json!([400, 254]), "{play}");
+    assert_eq!(play["active"], true);
+    assert!(
+        !listed.to_string().contains("Secret"),
+        "a hidden element is not listed: {listed}"
+    );
+
+    let by_path = mcp
+        .ok("studio_ui", json!({"action": "click", "target": "PlayerGui.Menu.Play"}))
+        .await;
+    assert_eq!(by_path["activated"], true, "{by_path}");
+    assert_eq!(by_path["at"], json!([400, 254]), "{by_path}");
+    assert!(
+        by_path["clicked"].as_str().unwrap().ends_with("PlayerGui.Menu.Play"),
+        "{by_path}"
+    );
+    assert_eq!(in_client(&mcp, COUNTS).await[0], 1, "Activated fired once");
+    let by_text = mcp
+        .ok("studio_ui", json!({"action": "click", "target": {"text": "Play"}}))
+        .await;
+    assert_eq!(by_text["activated"], true, "{by_text}");
+    assert_eq!(in_client(&mcp, COUNTS).await[0], 2, "once more");
+
+    let before = in_client(&mcp, COUNTS).await;
+    let covered = mcp
+        .err(
+            "studio_ui",
+            json!({"action": "click", "target": "PlayerGui.Menu.Covered"}),
+        )
+        .await;
+    assert_eq!(covered["code"], "not_clickable", "{covered}");
+    assert!(
+        covered["message"].as_str().unwrap().contains("Menu.Cover"),
+        "names the cover: {covered}"
+    );
+    let hidden = mcp
+        .err("studio_ui", json!({"action": "click", "target": {"text": "Secret"}}))
+        .await;
+    assert_eq!(hidden["code"], "not_clickable", "{hidden}");
+    assert!(
+        hidden["message"].as_str().unwrap().contains("Visible is false"),
+        "{hidden}"
+    );
+    let twice = mcp
+        .err("studio_ui", json!({"action": "click", "target": {"text": "Again"}}))
+        .await;
+    assert_eq!(twice["code"], "ambiguous", "{twice}");
+    assert_eq!(
+        twice["details"]["candidates"].as_array().map(Vec::len),
+        Some(2),
+        "{twice}"
+    );
+    let missing = mcp
+        .err("studio_ui", json!({"action": "click", "target": {"name": "Nope"}}))
+        .await;
+    assert_eq!(missing["code"], "not_found", "{missing}");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(in_client(&mcp, COUNTS).await, before, "nothing was sent for a refusal");
+
+    let typed = mcp
+        .ok(
+            "studio_ui",
+            json!({"action": "type", "target": "PlayerGui.Menu.Name", "text": "hello", "submit": true}),
+        )
+        .await;
+    assert_eq!(
+        typed,
+        json!({"path": typed["path"], "text": "hello", "focused": true, "submitted": true,
+               "sessionId": typed["sessionId"], "context": "client"}),
+        "{typed}"
+    );
+    assert_eq!(
+        in_client(
+            &mcp,
+            "local b = game.Players.LocalPlayer.PlayerGui.Menu:FindFirstChild('Name') return b:GetAttribute('enter'), b:GetAttribute('lostWith'), b:IsFocused()"
+        )
+        .await,
+        json!([true, "hello", false]),
+        "FocusLost(true) with the text"
+    );
+    let not_a_box = mcp
+        .err(
+            "studio_ui",
+            json!({"action": "type", "target": "PlayerGui.Menu.Play", "text": "x"}),
+        )
+        .await;
+    assert_eq!(not_a_box["code"], "invalid_args", "{not_a_box}");
+    let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
+}
+
+#[tokio::test]
+async fn ui_and_character_outside_a_play_client_are_not_in_play() {
+    let (rbxm, mcp, _studio) = play_studio().await;
+    for (tool, args) in [
+        ("studio_ui", json!({"action": "inspect", "context": "server"})),
+        ("studio_character", json!({"action": "jump", "context": "edit"})),
+    ] {
+        let err = mcp.err(tool, args).await;
+        assert_eq!(err["code"], "not_in_play", "{tool}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
+}
+
+#[tokio::test]
+async fn move_to_arrives_within_two_studs_and_a_far_target_is_not_reached_at_the_timeout() {
+    let (rbxm, mcp, _studio) = play_studio().await;
+    let near = mcp
+        .ok("studio_character", json!({"action": "moveTo", "to": [10, 3, 6]}))
+        .await;
+    assert_eq!(near["arrived"], true, "{near}");
+    assert!(near["distance"].as_f64().unwrap() <= 2.0, "{near}");
+    assert!(
+        near.get("pathStatus").is_none(),
+        "a path computed on the baseplate: {near}"
+    );
+    let (x, _, z) = xyz(&in_client(&mcp, ROOT).await[0]);
+    assert!(
+        ((x - 10.0).powi(2) + (z - 6.0).powi(2)).sqrt() <= 2.0,
+        "the character is there: {x}, {z}"
+    );
+
+    let far = mcp
+        .ok(
+            "studio_character",
+            json!({"action": "moveTo", "to": [200, 3, 6], "timeoutMs": 2000}),
+        )
+        .await;
+    assert_eq!(far["arrived"], false, "{far}");
+    assert!(far["distance"].as_f64().unwrap() > 100.0, "{far}");
+    // Stopped at the timeout: it does not walk on after the call.
+    let stopped = xyz(&in_client(&mcp, ROOT).await[0]);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        xyz(&in_client(&mcp, ROOT).await[0]),
+        stopped,
+        "the walk ended with the call"
+    );
+
+    let jumped = mcp.ok("studio_character", json!({"action": "jump"})).await;
+    assert_eq!(jumped["jumped"], true, "{jumped}");
+    let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
+}
+
+#[tokio::test]
+async fn a_walk_longer_than_movetos_eight_seconds_arrives_because_moveto_is_issued_again() {
+    let (rbxm, mcp, _studio) = play_studio().await;
+    // Off the baseplate (no path: straight), at 2 studs/s: 10 s for 20 studs, past MoveTo's 8 s.
+    in_client(
+        &mcp,
+        "local c = game.Players.LocalPlayer.Character
+         c.Humanoid.WalkSpeed = 2
+         c.HumanoidRootPart.CFrame = CFrame.new(250, 3, 0) c.HumanoidRootPart.Position = Vector3.new(250, 3, 0)",
+    )
+    .await;
+    let out = mcp
+        .ok(
+            "studio_character",
+            json!({"action": "moveTo", "to": [270, 3, 0], "timeoutMs": 20000}),
+        )
+        .await;
+    assert_eq!(out["pathStatus"], "NoPath", "{out}");
+    assert_eq!(out["arrived"], true, "{out}");
+    let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
+}

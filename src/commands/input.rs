@@ -27,7 +27,7 @@ pub struct InputArgs {
     pub steps: Vec<Step>,
 }
 
-/// {type:key,key,action?:tap|down|up,holdMs?}|{type:mouse,action,x,y,button?,scroll?}|{type:text,text}|{type:wait,ms}
+/// type key:{key,action?:tap|down|up,holdMs?}|mouse:{action,x,y,button?,scroll?}|text:{text}|wait:{ms}
 #[derive(JsonSchema)]
 #[schemars(transparent)]
 #[allow(dead_code)] // only its schema is used
@@ -177,7 +177,7 @@ impl Command for Input {
     type Result = InputResult;
     const SPEC: Spec = Spec {
         name: "input",
-        description: "Press keys, click and type as a player in a Play client.",
+        description: "Keys, mouse and text as a player in a Play client.",
         needs_session: true,
         default_context: Context::Client,
         timeout: Duration::from_secs(30),

@@ -4,6 +4,7 @@
 
 pub mod api;
 pub mod bound;
+pub mod character;
 pub mod clone;
 pub mod create;
 pub mod delete;
@@ -26,6 +27,7 @@ pub mod sessions;
 pub mod state;
 pub mod target;
 pub mod test_run;
+pub mod ui;
 pub mod undo;
 pub mod update;
 
@@ -452,6 +454,8 @@ pub static ALL: &[&dyn DynCommand] = &[
     erased::<update::Update>(),
     erased::<insert_asset::InsertAsset>(),
     erased::<input::Input>(),
+    erased::<ui::Ui>(),
+    erased::<character::Character>(),
 ];
 
 pub fn find(name: &str) -> Option<&'static dyn DynCommand> {
@@ -748,6 +752,8 @@ mod tests {
             ("update", &["write"]),
             ("insert_asset", &["write", "assets"]),
             ("input", &["play"]),
+            ("ui", &["play"]),
+            ("character", &["play"]),
         ];
         assert_eq!(expected.len(), ALL.len(), "every command is listed here");
         for (name, capabilities) in expected {

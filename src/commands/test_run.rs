@@ -79,7 +79,7 @@ impl Command for TestRun {
     type Result = TestRunResult;
     const SPEC: Spec = Spec {
         name: "test_run",
-        description: "Run Luau in a fresh playtest's server, then stop it: returns, errors, server and client output.",
+        description: "Run Luau in a fresh playtest's server, then stop it: returns, errors, output.",
         needs_session: true,
         default_context: Context::Edit,
         timeout: Duration::from_secs(95),
