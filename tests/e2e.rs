@@ -44,6 +44,9 @@ async fn tools_are_listed_in_a_stable_order_with_schemas_and_annotations() {
             "studio_create",
             "studio_update",
             "studio_insert_asset",
+            "studio_input",
+            "studio_ui",
+            "studio_character",
         ]
         .contains(&tool.name.as_ref());
         assert_eq!(read_only, !writes, "{}", tool.name);

@@ -752,7 +752,7 @@ mod tests {
             ("update", &["write"]),
             ("insert_asset", &["write", "assets"]),
             ("input", &["play"]),
-            ("ui", &["play"]),
+            ("ui", &["read"]),
             ("character", &["play"]),
         ];
         assert_eq!(expected.len(), ALL.len(), "every command is listed here");

@@ -125,7 +125,9 @@ impl Command for Ui {
         default_context: Context::Client,
         timeout: Duration::from_secs(15),
         kind: Kind::Write,
-        capabilities: super::Capabilities::of(&[super::Capability::Play]),
+        // inspect reads; click and type play (`capabilities` below): a read-only policy keeps
+        // the tool listed for its reading form, as `selection`.
+        capabilities: super::Capabilities::of(&[super::Capability::Read]),
         idempotent: false,
         open_world: false,
         positional: &["action"],
@@ -136,9 +138,9 @@ impl Command for Ui {
     /// Inspecting reads; clicking and typing play.
     fn capabilities(args: &UiArgs) -> super::Capabilities {
         if args.action == UiAction::Inspect {
-            super::Capabilities::of(&[super::Capability::Read])
-        } else {
             Self::SPEC.capabilities
+        } else {
+            Self::SPEC.capabilities.with(super::Capability::Play)
         }
     }
 
@@ -168,3 +170,29 @@ impl Command for Ui {
 }
 
 impl super::Render for Ui {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn needs(args: serde_json::Value) -> Vec<&'static str> {
+        let args: UiArgs = serde_json::from_value(args).expect("valid args");
+        <Ui as Command>::capabilities(&args).names()
+    }
+
+    #[test]
+    fn inspecting_reads_and_clicking_or_typing_plays() {
+        assert_eq!(needs(json!({"action": "inspect"})), ["read"]);
+        assert_eq!(
+            needs(json!({"action": "click", "target": "PlayerGui.Menu.Play"})),
+            ["read", "play"]
+        );
+        assert_eq!(
+            needs(json!({"action": "type", "target": {"className": "TextBox"}, "text": "hi"})),
+            ["read", "play"]
+        );
+        let strays: Result<UiArgs, _> = serde_json::from_value(json!({"action": "click", "target": {"label": "x"}}));
+        assert!(strays.is_err(), "a target map with another field is refused");
+    }
+}
