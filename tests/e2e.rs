@@ -44,6 +44,9 @@ async fn tools_are_listed_in_a_stable_order_with_schemas_and_annotations() {
             "studio_create",
             "studio_update",
             "studio_insert_asset",
+            "studio_input",
+            "studio_ui",
+            "studio_character",
         ]
         .contains(&tool.name.as_ref());
         assert_eq!(read_only, !writes, "{}", tool.name);
@@ -326,6 +329,14 @@ async fn script_edit_and_script_search_validate_their_arguments_before_the_plugi
         port,
         Identity::edit("A"),
         handler(|action, args| match action {
+            // A line edit is previewed first (dryRun: the would-be source), then written whole.
+            "script_edit" if args["dryRun"].as_bool() == Some(true) => Reply::Ok(value_map(vec![
+                ("baseHash", "0123abcd-4".into()),
+                ("hash", "89abcdef-2".into()),
+                ("lineCount", 1.into()),
+                ("path", args["path"].clone()),
+                ("source", "x()\n".into()),
+            ])),
             "script_edit" => Reply::Ok(value_map(vec![
                 ("hash", "0123abcd-4".into()),
                 ("lineCount", 1.into()),
@@ -404,12 +415,22 @@ async fn script_edit_and_script_search_validate_their_arguments_before_the_plugi
     );
     assert_eq!(requests[0].args["expectedHash"].as_str(), Some("0123abcd-4"));
     assert!(requests[0].args["source"].is_nil(), "an absent mode is not sent");
-    assert_eq!(requests[1].action, "script_search");
-    assert_eq!(requests[1].args["limit"].as_u64(), Some(200), "limit defaults to 200");
-    assert_eq!(requests[1].args["root"].as_str(), Some("game"));
-    assert_eq!(requests[1].args["regex"].as_bool(), Some(false));
-    assert_eq!(requests[1].args["caseSensitive"].as_bool(), Some(false));
-    assert!(requests[1].timeout_ms <= 15_000, "{}", requests[1].timeout_ms);
+    assert_eq!(requests[0].args["dryRun"].as_bool(), Some(true), "previewed first");
+    assert_eq!(requests[1].action, "script_edit");
+    assert_eq!(requests[1].args["source"].as_str(), Some("x()\n"), "then written whole");
+    assert_eq!(
+        requests[1].args["expectedHash"].as_str(),
+        Some("0123abcd-4"),
+        "against what it was made from"
+    );
+    assert!(requests[1].args["edits"].is_nil());
+    let search = &requests[2];
+    assert_eq!(search.action, "script_search");
+    assert_eq!(search.args["limit"].as_u64(), Some(200), "limit defaults to 200");
+    assert_eq!(search.args["root"].as_str(), Some("game"));
+    assert_eq!(search.args["regex"].as_bool(), Some(false));
+    assert_eq!(search.args["caseSensitive"].as_bool(), Some(false));
+    assert!(search.timeout_ms <= 15_000, "{}", search.timeout_ms);
 }
 
 #[tokio::test]

@@ -50,6 +50,8 @@ async fn read_only_offers_only_reads_and_a_refused_call_never_reaches_studio() {
         "studio_create",
         "studio_update",
         "studio_insert_asset",
+        "studio_input",
+        "studio_character",
     ];
     let expected: Vec<&str> = TOOLS.iter().copied().filter(|t| !writes.contains(t)).collect();
     assert_eq!(listed(&mcp).await, expected, "selection stays: it has a reading form");

@@ -24,7 +24,7 @@ pub struct LogsArgs {
     pub levels: Option<Vec<Level>>,
     #[serde(default)]
     pub include_internal: bool,
-    /// Entries after this seq, oldest first.
+    /// After this seq, oldest first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since: Option<u64>,
 }
@@ -85,7 +85,7 @@ impl Command for Logs {
     type Result = LogsResult;
     const SPEC: Spec = Spec {
         name: "logs",
-        description: "Read Studio's output. Pass the last nextSince as since for only what is new.",
+        description: "Read Studio's output; pass the last nextSince as since for what is new.",
         needs_session: true,
         default_context: Context::Edit,
         timeout: Duration::from_secs(10),

@@ -4,12 +4,14 @@
 
 pub mod api;
 pub mod bound;
+pub mod character;
 pub mod clone;
 pub mod create;
 pub mod delete;
 pub mod exec;
 pub mod files;
 pub mod find;
+pub mod input;
 pub mod insert_asset;
 pub mod logs;
 pub mod play;
@@ -26,6 +28,7 @@ pub mod sessions;
 pub mod state;
 pub mod target;
 pub mod test_run;
+pub mod ui;
 pub mod undo;
 pub mod update;
 
@@ -471,6 +474,9 @@ pub static ALL: &[&dyn DynCommand] = &[
     erased::<create::Create>(),
     erased::<update::Update>(),
     erased::<insert_asset::InsertAsset>(),
+    erased::<input::Input>(),
+    erased::<ui::Ui>(),
+    erased::<character::Character>(),
 ];
 
 pub fn find(name: &str) -> Option<&'static dyn DynCommand> {
@@ -800,6 +806,9 @@ mod tests {
             ("create", &["write"]),
             ("update", &["write"]),
             ("insert_asset", &["write", "assets"]),
+            ("input", &["play"]),
+            ("ui", &["read"]),
+            ("character", &["play"]),
         ];
         assert_eq!(expected.len(), ALL.len(), "every command is listed here");
         for (name, capabilities) in expected {

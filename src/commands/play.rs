@@ -39,7 +39,7 @@ impl Command for Play {
     type Result = PlayResult;
     const SPEC: Spec = Spec {
         name: "play",
-        description: "Start a playtest (start: Play, run: Run, server only) or stop one, even a person's.",
+        description: "Start a playtest (start: Play, run: server only) or stop any, even a person's.",
         needs_session: true,
         default_context: Context::Edit,
         timeout: Duration::from_secs(30),

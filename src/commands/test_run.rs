@@ -37,6 +37,7 @@ pub struct TestRunArgs {
     #[serde(default = "default_timeout_ms")]
     #[schemars(range(min = 1, max = 600_000))]
     pub timeout_ms: u64,
+    /// game: in the game's script VM.
     #[serde(default, skip_serializing_if = "Runtime::is_plugin")]
     pub runtime: Runtime,
     /// false: skip the host's Luau syntax check, which otherwise refuses a syntax error
@@ -86,7 +87,7 @@ impl Command for TestRun {
     type Result = TestRunResult;
     const SPEC: Spec = Spec {
         name: "test_run",
-        description: "Run Luau in a fresh playtest's server, then stop it: returns, errors, server and client output.",
+        description: "Run Luau in a fresh playtest's server, then stop it: returns, errors, output.",
         needs_session: true,
         default_context: Context::Edit,
         timeout: Duration::from_secs(95),

@@ -67,6 +67,7 @@ mod tests {
                 "studio_script_read",
                 "studio_script_search",
                 "studio_selection",
+                "studio_ui",
             ]
         );
         let exec = policy

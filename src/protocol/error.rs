@@ -31,6 +31,14 @@ pub enum ErrorCode {
     /// A write to a script the project's sourcemap maps to a file (a sync tool would
     /// overwrite it); the message names the file to edit instead.
     FileBacked,
+    /// `input`, `ui`, `character` outside a Play client DataModel.
+    NotInPlay,
+    /// The engine refused a step of `input` (details.step, 1-based).
+    InputRefused,
+    /// `ui`: the target is hidden, outside the viewport or covered; nothing was sent.
+    NotClickable,
+    /// `ui`: several elements match the target; nothing was sent.
+    Ambiguous,
 }
 
 impl ErrorCode {
@@ -55,6 +63,10 @@ impl ErrorCode {
             ErrorCode::ContextChanged => "context_changed",
             ErrorCode::SyntaxError => "syntax_error",
             ErrorCode::FileBacked => "file_backed",
+            ErrorCode::NotInPlay => "not_in_play",
+            ErrorCode::InputRefused => "input_refused",
+            ErrorCode::NotClickable => "not_clickable",
+            ErrorCode::Ambiguous => "ambiguous",
         }
     }
 
@@ -136,6 +148,10 @@ mod tests {
             ErrorCode::HostLost,
             ErrorCode::PermissionDenied,
             ErrorCode::SyntaxError,
+            ErrorCode::NotInPlay,
+            ErrorCode::InputRefused,
+            ErrorCode::NotClickable,
+            ErrorCode::Ambiguous,
         ] {
             assert_eq!(ErrorCode::parse(code.as_str()), Some(code));
             assert_eq!(serde_json::to_value(code).unwrap(), Json::String(code.as_str().into()));

@@ -12,7 +12,7 @@ pub mod studio;
 use std::time::{Duration, Instant};
 
 /// Every tool, in the order `tools/list` gives them.
-pub const TOOLS: [&str; 22] = [
+pub const TOOLS: [&str; 25] = [
     "studio_sessions",
     "studio_target",
     "studio_api",
@@ -35,6 +35,9 @@ pub const TOOLS: [&str; 22] = [
     "studio_create",
     "studio_update",
     "studio_insert_asset",
+    "studio_input",
+    "studio_ui",
+    "studio_character",
 ];
 
 /// A test that cannot run here because `what` is missing: it fails, so that a green run
