@@ -94,6 +94,16 @@ impl Reciprocal {
     }
 }
 
+/// Whether every pixel is the same colour: a black frame from a Play client, a window
+/// that has not drawn, a capture the operating system blanked out.
+pub fn is_uniform(rgba: &[u8]) -> bool {
+    let mut pixels = rgba.chunks_exact(4);
+    match pixels.next() {
+        Some(first) => pixels.all(|p| p == first),
+        None => true,
+    }
+}
+
 /// Encodes RGBA8 pixels as a PNG, favouring speed over size: a screenshot is looked at
 /// once, and the agent is waiting. fdeflate's fastest mode with the `Up` filter (the
 /// pairing the png crate recommends for it) rather than trying every filter on every
@@ -213,6 +223,14 @@ mod tests {
             let expected = reference_fit_width(w, h, &rgba, max);
             assert_eq!(fit_width(w, h, rgba, max), expected, "{w}×{h} to {max}");
         }
+    }
+
+    #[test]
+    fn uniform_means_every_pixel_alike() {
+        assert!(is_uniform(&[0, 0, 0, 255, 0, 0, 0, 255]));
+        assert!(!is_uniform(&[0, 0, 0, 255, 0, 0, 1, 255]));
+        assert!(!is_uniform(&[9, 9, 9, 255, 9, 9, 9, 254]));
+        assert!(is_uniform(&[]));
     }
 
     #[test]
