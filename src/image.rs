@@ -94,20 +94,51 @@ impl Reciprocal {
     }
 }
 
+/// Whether every pixel is the same colour: a black frame from a Play client, a window
+/// that has not drawn, a capture the operating system blanked out.
+pub fn is_uniform(rgba: &[u8]) -> bool {
+    let mut pixels = rgba.chunks_exact(4);
+    match pixels.next() {
+        Some(first) => pixels.all(|p| p == first),
+        None => true,
+    }
+}
+
 /// Encodes RGBA8 pixels as a PNG, favouring speed over size: a screenshot is looked at
 /// once, and the agent is waiting. fdeflate's fastest mode with the `Up` filter (the
 /// pairing the png crate recommends for it) rather than trying every filter on every
-/// row: measured on a 1920×1080 scene, 20 % faster for a file 5 % larger.
+/// row: measured on a 1920×1080 scene, 20 % faster for a file 5 % larger. An opaque image
+/// (every screenshot: the plugin and the window capture give alpha 255) is written as RGB:
+/// a quarter less to filter and compress, and a PNG about 15 % smaller to base64 and send.
 pub fn encode_png(width: u32, height: u32, rgba: &[u8]) -> Result<Vec<u8>, png::EncodingError> {
-    let mut out = Vec::with_capacity(rgba.len() / 4);
+    match opaque_rgb(rgba) {
+        Some(rgb) => encode(width, height, &rgb, png::ColorType::Rgb),
+        None => encode(width, height, rgba, png::ColorType::Rgba),
+    }
+}
+
+/// The RGB of `rgba` when every pixel is opaque, else None (found at the first that is not).
+fn opaque_rgb(rgba: &[u8]) -> Option<Vec<u8>> {
+    let mut rgb = Vec::with_capacity(rgba.len() / 4 * 3);
+    for pixel in rgba.chunks_exact(4) {
+        if pixel[3] != 255 {
+            return None;
+        }
+        rgb.extend_from_slice(&pixel[..3]);
+    }
+    Some(rgb)
+}
+
+fn encode(width: u32, height: u32, pixels: &[u8], color: png::ColorType) -> Result<Vec<u8>, png::EncodingError> {
+    let mut out = Vec::with_capacity(pixels.len() / 4);
     {
         let mut encoder = png::Encoder::new(&mut out, width, height);
-        encoder.set_color(png::ColorType::Rgba);
+        encoder.set_color(color);
         encoder.set_depth(png::BitDepth::Eight);
         encoder.set_compression(png::Compression::Fast);
         encoder.set_filter(png::Filter::Up);
         let mut writer = encoder.write_header()?;
-        writer.write_image_data(rgba)?;
+        writer.write_image_data(pixels)?;
         writer.finish()?;
     }
     Ok(out)
@@ -131,6 +162,22 @@ mod tests {
         let rgba: Vec<u8> = (0..4 * 3 * 4).map(|i| (i * 7) as u8).collect();
         let png = encode_png(4, 3, &rgba).unwrap();
         assert_eq!(decode(&png), (4, 3, rgba));
+    }
+
+    #[test]
+    fn an_opaque_image_is_written_as_rgb_with_the_same_colours() {
+        let rgba: Vec<u8> = (0..4 * 3)
+            .flat_map(|i| [(i * 7) as u8, (i * 11) as u8, (i * 13) as u8, 255])
+            .collect();
+        let png = encode_png(4, 3, &rgba).unwrap();
+        let rgb: Vec<u8> = rgba.chunks_exact(4).flat_map(|p| [p[0], p[1], p[2]]).collect();
+        assert_eq!(decode(&png), (4, 3, rgb));
+        let reader = png::Decoder::new(std::io::Cursor::new(&png)).read_info().unwrap();
+        assert_eq!(reader.info().color_type, png::ColorType::Rgb);
+        // one translucent pixel keeps the alpha channel
+        let mut translucent = rgba.clone();
+        translucent[7] = 254;
+        assert_eq!(decode(&encode_png(4, 3, &translucent).unwrap()), (4, 3, translucent));
     }
 
     #[test]
@@ -213,6 +260,14 @@ mod tests {
             let expected = reference_fit_width(w, h, &rgba, max);
             assert_eq!(fit_width(w, h, rgba, max), expected, "{w}×{h} to {max}");
         }
+    }
+
+    #[test]
+    fn uniform_means_every_pixel_alike() {
+        assert!(is_uniform(&[0, 0, 0, 255, 0, 0, 0, 255]));
+        assert!(!is_uniform(&[0, 0, 0, 255, 0, 0, 1, 255]));
+        assert!(!is_uniform(&[9, 9, 9, 255, 9, 9, 9, 254]));
+        assert!(is_uniform(&[]));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! See `docs/protocol.md` for the wire contract.
 
 pub mod bridge;
+pub mod capture;
 pub mod cli;
 pub mod commands;
 pub mod config;

@@ -228,7 +228,7 @@ async fn screenshot_becomes_a_png_image_block_scaled_to_max_width() {
     assert_ne!(result.is_error, Some(true), "{result:?}");
     assert_eq!(
         result.structured_content,
-        Some(json!({"width": 32, "height": 16, "sessionId": "A-edit", "context": "edit"}))
+        Some(json!({"width": 32, "height": 16, "source": "viewport", "sessionId": "A-edit", "context": "edit"}))
     );
     let image = result
         .content

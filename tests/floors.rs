@@ -106,6 +106,11 @@ fn offences(src: &Path) -> Vec<String> {
             "sourcemap",
             [&adapters[..], &["policy", "bridge", "protocol", "luau", "config"]].concat(),
         ),
+        // The window capture (the screenshot's host path) knows windows and pixels only.
+        (
+            "capture",
+            [&adapters[..], &["policy", "bridge", "protocol", "luau", "config"]].concat(),
+        ),
         // The command table sits below every adapter.
         ("commands", ["cli", "mcp", "terminal"].to_vec()),
         // The rendering library sits below the command table (its `args` is an adapter's).

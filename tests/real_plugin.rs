@@ -128,19 +128,19 @@ async fn every_tool_is_answered_by_the_real_plugin_in_edit() {
     let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
 }
 
-/// Issue #9 item 4: a realistic 1920x1080 viewport (past EditableImage's 1024x1024 per read)
-/// comes back at the default and a small `maxWidth` with exactly the shim's pixels, scaled by
-/// nearest neighbour at pixel centres.
+/// Issue #28: a 320x180 Edit viewport (within EditableImage's 1024x1024) comes from the
+/// plugin (`source: "viewport"`), unscaled at the default and scaled at a small `maxWidth`,
+/// with exactly the test Studio's pixels, scaled by nearest neighbour at pixel centres.
 #[tokio::test]
-async fn screenshot_of_a_1920x1080_viewport_has_the_right_pixels() {
+async fn screenshot_of_a_320x180_edit_viewport_comes_from_the_plugin_with_its_pixels() {
     let rbxm = installed_plugin().await;
     let port = free_port();
     let mcp = Mcp::spawn_paired(port, &[]).await;
-    let mut studio = HeadlessStudio::start_with(port, &rbxm, "edit", &["--viewport", "1920x1080"]);
+    let mut studio = HeadlessStudio::start_with(port, &rbxm, "edit", &["--viewport", "320x180"]);
     studio
         .wait_for_line("[harness] connected context=edit", Duration::from_secs(30))
         .await;
-    for (args, width, height) in [(json!({}), 1280u32, 720u32), (json!({"maxWidth": 100}), 100, 56)] {
+    for (args, width, height) in [(json!({}), 320u32, 180u32), (json!({"maxWidth": 100}), 100, 56)] {
         let shot = mcp.call("studio_screenshot", args.clone()).await;
         assert_ne!(shot.is_error, Some(true), "{shot:?}");
         let size = shot.structured_content.clone().unwrap();
@@ -151,6 +151,8 @@ async fn screenshot_of_a_1920x1080_viewport_has_the_right_pixels() {
             image.data.len(),
             size
         );
+        assert_eq!(size["source"], "viewport", "{size}");
+        assert_eq!(size.get("blank"), None, "{size}");
         assert_eq!(
             (size["width"].as_u64(), size["height"].as_u64()),
             (Some(width.into()), Some(height.into()))
@@ -160,20 +162,50 @@ async fn screenshot_of_a_1920x1080_viewport_has_the_right_pixels() {
         let mut pixels = vec![0; reader.output_buffer_size().unwrap()];
         let frame = reader.next_frame(&mut pixels).unwrap();
         assert_eq!((frame.width, frame.height), (width, height));
-        assert_eq!(frame.color_type, png::ColorType::Rgba);
+        // opaque, so written as RGB (src/image.rs)
+        assert_eq!(frame.color_type, png::ColorType::Rgb);
         // the shim's image: pixel (x, y) = (x % 256, y % 256, (x + y) % 256, 255)
         let sample = |dst: u32, dst_len: u32, src_len: u32| {
             (((f64::from(dst) + 0.5) * f64::from(src_len) / f64::from(dst_len)).floor() as u32).min(src_len - 1)
         };
         for y in 0..height {
-            let sy = sample(y, height, 1080);
+            let sy = sample(y, height, 180);
             for x in 0..width {
-                let sx = sample(x, width, 1920);
-                let at = ((y * width + x) * 4) as usize;
-                let want = [(sx % 256) as u8, (sy % 256) as u8, ((sx + sy) % 256) as u8, 255];
-                assert_eq!(pixels[at..at + 4], want, "pixel ({x}, {y}) of {width}x{height}");
+                let sx = sample(x, width, 320);
+                let at = ((y * width + x) * 3) as usize;
+                let want = [(sx % 256) as u8, (sy % 256) as u8, ((sx + sy) % 256) as u8];
+                assert_eq!(pixels[at..at + 3], want, "pixel ({x}, {y}) of {width}x{height}");
             }
         }
     }
+    let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
+}
+
+/// Issue #28: at 1920x1080 the plugin does not try its path (EditableImage holds at most
+/// 1024x1024); the host takes the window path, and with no display to find a window on, the
+/// call fails saying why no window could be captured, never with an EditableImage error.
+/// (tests/screenshot_window.rs captures a real window on an X server.)
+#[tokio::test]
+async fn at_1920x1080_with_no_window_to_capture_the_error_says_why() {
+    let rbxm = installed_plugin().await;
+    let port = free_port();
+    let mcp = Mcp::spawn_paired_with_env(port, &[], &[("DISPLAY", None), ("WAYLAND_DISPLAY", None)]).await;
+    let mut studio = HeadlessStudio::start_with(port, &rbxm, "edit", &["--viewport", "1920x1080"]);
+    studio
+        .wait_for_line("[harness] connected context=edit", Duration::from_secs(30))
+        .await;
+    let error = mcp.err("studio_screenshot", json!({})).await;
+    eprintln!("<-- {error}");
+    assert_eq!(error["code"], "not_found", "{error}");
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.contains("1920×1080"),
+        "says why the plugin did not capture: {message}"
+    );
+    assert!(message.contains("DISPLAY is not set"), "says why no window: {message}");
+    assert!(!message.contains("CreateEditableImageAsync"), "{message}");
+    assert_eq!(error["details"]["reason"], "viewport_too_large");
+    assert_eq!(error["details"]["placeName"], "HarnessPlace");
+    assert_eq!(error["details"]["viewportWidth"], 1920);
     let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
 }

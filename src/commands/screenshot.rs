@@ -1,7 +1,11 @@
-//! `screenshot`: what the Studio viewport shows, as a PNG image block.
+//! `screenshot`: what Studio shows, as a PNG image block, by one of two paths.
 //!
-//! The plugin sends raw RGBA (it has no PNG encoder); the host scales anything wider
-//! than `maxWidth` and encodes the PNG with a fast setting.
+//! The viewport path: the plugin captures an Edit viewport within the 1024×1024 an
+//! EditableImage can hold and sends raw RGBA (it has no PNG encoder). The window path: for a
+//! Play context, a larger viewport, or a capture the engine refused, the plugin reports its
+//! place name instead, and the host captures the Studio window through the operating system
+//! (`crate::capture`). Either way the host scales anything wider than `maxWidth`, encodes the
+//! PNG with a fast setting, says which path ran (`source`), and flags a one-colour image.
 
 use std::time::Duration;
 
@@ -11,7 +15,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::{Body, Command, Invocation, Kind, Output, Spec, bad_result, plugin_value};
-use crate::protocol::{Context, ToolError};
+use crate::capture::CaptureError;
+use crate::protocol::{Context, ErrorCode, ToolError};
 
 const MAX_WIDTH_LIMIT: u32 = 3840;
 
@@ -27,20 +32,46 @@ fn default_max_width() -> u32 {
     1280
 }
 
+/// Which path produced the image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Source {
+    /// The plugin's capture of the 3D viewport.
+    Viewport,
+    /// The whole Studio window, captured by the host through the operating system.
+    Window,
+}
+
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct ScreenshotResult {
     pub width: u32,
     pub height: u32,
+    pub source: Source,
+    /// Every pixel is one colour (see `hint`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub blank: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    /// Why the window was captured: `play`, `viewport_too_large` or `editable_image_refused`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The captured window's title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<String>,
 }
 
 pub struct Screenshot;
+
+/// How long the operating system may take to list and capture windows.
+const WINDOW_CAPTURE_DEADLINE: Duration = Duration::from_secs(10);
 
 impl Command for Screenshot {
     type Args = ScreenshotArgs;
     type Result = ScreenshotResult;
     const SPEC: Spec = Spec {
         name: "screenshot",
-        description: "Capture the viewport as a PNG, to see the place after a change.",
+        description: "Capture the viewport (or the Studio window in Play) as a PNG, to see the place.",
         needs_session: true,
         default_context: Context::Edit,
         timeout: Duration::from_secs(15),
@@ -60,47 +91,182 @@ impl Command for Screenshot {
             )));
         }
         let result = cx.call_plugin(&Self::SPEC, &args, Self::SPEC.timeout, None).await?;
-        // Decoding (megabytes of pixels), scaling and PNG encoding take milliseconds of
-        // CPU per frame: off the async thread, so that other callers' calls are not held
-        // up behind them.
+        // Decoding (megabytes of pixels), capturing a window, scaling and PNG encoding take
+        // milliseconds of CPU or blocking system calls: off the async thread, so that other
+        // callers' calls are not held up behind them, and under a deadline of their own.
         let max_width = args.max_width;
-        let (width, height, png) = tokio::task::spawn_blocking(move || {
-            let raw = RawImage::from_plugin(plugin_value("screenshot", &result)?)?;
-            let (width, height, rgba) = crate::image::fit_width(raw.width, raw.height, raw.rgba, max_width);
-            crate::image::encode_png(width, height, &rgba)
-                .map(|png| (width, height, png))
-                .map_err(|e| bad_result("screenshot", &format!("PNG encoding failed: {e}")))
-        })
-        .await
-        .map_err(|e| bad_result("screenshot", &format!("the encoder stopped: {e}")))??;
+        let work = tokio::task::spawn_blocking(move || {
+            let reply = PluginReply::parse(plugin_value("screenshot", &result)?)?;
+            let (raw, source, reason, window) = match reply {
+                PluginReply::Pixels(raw) => (raw, Source::Viewport, None, None),
+                PluginReply::Window(report) => {
+                    let frame =
+                        crate::capture::capture_studio_window(&report.place_name).map_err(|e| report.error(e))?;
+                    let raw = RawImage {
+                        width: frame.width,
+                        height: frame.height,
+                        rgba: frame.rgba,
+                    };
+                    (raw, Source::Window, Some(report.reason), Some(frame.title))
+                }
+            };
+            finish(raw, max_width, source, reason, window)
+        });
+        let (result, png) = tokio::time::timeout(WINDOW_CAPTURE_DEADLINE, work)
+            .await
+            .map_err(|_| {
+                ToolError::new(
+                    ErrorCode::Timeout,
+                    "Capturing the screenshot took longer than 10 s (the window system did not answer). Retry.",
+                )
+            })?
+            .map_err(|e| bad_result("screenshot", &format!("the encoder stopped: {e}")))??;
+        let body = serde_json::to_value(&result)
+            .map_err(|e| bad_result("screenshot", &format!("its result could not be written: {e}")))?;
         Ok(Output {
-            body: Body::Json(json!({ "width": width, "height": height })),
+            body: Body::Json(body),
             image: Some(png),
         })
     }
 }
 
-struct RawImage {
-    width: u32,
-    height: u32,
-    rgba: Vec<u8>,
+/// Scales, flags a one-colour image, and encodes the PNG.
+fn finish(
+    raw: RawImage,
+    max_width: u32,
+    source: Source,
+    reason: Option<String>,
+    window: Option<String>,
+) -> Result<(ScreenshotResult, Vec<u8>), ToolError> {
+    let blank = crate::image::is_uniform(&raw.rgba);
+    let (width, height, rgba) = crate::image::fit_width(raw.width, raw.height, raw.rgba, max_width);
+    let png = crate::image::encode_png(width, height, &rgba)
+        .map_err(|e| bad_result("screenshot", &format!("PNG encoding failed: {e}")))?;
+    let hint = blank.then(|| blank_hint(source).to_owned());
+    Ok((
+        ScreenshotResult {
+            width,
+            height,
+            source,
+            blank,
+            hint,
+            reason,
+            window,
+        },
+        png,
+    ))
 }
 
-impl RawImage {
-    fn from_plugin(result: Msgpack) -> Result<RawImage, ToolError> {
+fn blank_hint(source: Source) -> &'static str {
+    match source {
+        Source::Viewport => {
+            "Every pixel is the same colour: the viewport may be empty or not drawn yet. Point the camera at something, or retry once the place has loaded."
+        }
+        #[cfg(target_os = "macos")]
+        Source::Window => {
+            "Every pixel is the same colour: macOS blanks other apps' windows without the Screen Recording permission (System Settings → Privacy & Security → Screen Recording), and a covered or minimised window shows nothing. Grant it to the app that runs studio-bridge, bring Studio to the front, and retry."
+        }
+        #[cfg(not(target_os = "macos"))]
+        Source::Window => {
+            "Every pixel is the same colour: the Studio window may be covered, minimised or not drawn yet. Bring it to the front and retry."
+        }
+    }
+}
+
+/// What the plugin answered: pixels, or why it left the capture to the host.
+enum PluginReply {
+    Pixels(RawImage),
+    Window(WindowReport),
+}
+
+/// The plugin's report for the window path (docs/protocol.md, screenshot).
+#[derive(Debug, Default)]
+struct WindowReport {
+    reason: String,
+    context: String,
+    place_name: String,
+    viewport_width: u32,
+    viewport_height: u32,
+    editable_image_error: Option<String>,
+}
+
+impl WindowReport {
+    /// Why the plugin did not capture, in words.
+    fn why(&self) -> String {
+        match self.reason.as_str() {
+            "play" => format!(
+                "the {} DataModel is in a playtest, where the plugin's captures come back black",
+                self.context
+            ),
+            "viewport_too_large" => format!(
+                "the viewport is {}×{}, past the 1024×1024 an EditableImage can hold",
+                self.viewport_width, self.viewport_height
+            ),
+            "editable_image_refused" => format!(
+                "Studio refused to load the {}×{} viewport's capture into an EditableImage ({})",
+                self.viewport_width,
+                self.viewport_height,
+                self.editable_image_error.as_deref().unwrap_or("no reason given")
+            ),
+            other => format!("the plugin said \"{other}\""),
+        }
+    }
+
+    /// The window path's failure as a tool error: why the window was needed, then why it
+    /// could not be captured.
+    fn error(&self, cause: CaptureError) -> ToolError {
+        let code = match cause {
+            CaptureError::Permission(_) => ErrorCode::PermissionDenied,
+            CaptureError::NoWindow(_) | CaptureError::Unavailable(_) => ErrorCode::NotFound,
+        };
+        ToolError::new(
+            code,
+            format!(
+                "No screenshot: the plugin cannot capture here ({}), so studio-bridge captures the Studio window, and could not: {cause}",
+                self.why()
+            ),
+        )
+        .with_details(json!({
+            "reason": self.reason,
+            "context": self.context,
+            "placeName": self.place_name,
+            "viewportWidth": self.viewport_width,
+            "viewportHeight": self.viewport_height,
+            "editableImageError": self.editable_image_error,
+        }))
+    }
+}
+
+impl PluginReply {
+    fn parse(result: Msgpack) -> Result<PluginReply, ToolError> {
         let Msgpack::Map(entries) = result else {
             return Err(bad_result("screenshot", "not a map"));
         };
         let mut width = None;
         let mut height = None;
         let mut rgba = None;
+        let mut window = false;
+        let mut report = WindowReport::default();
         for (key, value) in entries {
             match (key.as_str(), value) {
                 (Some("width"), v) => width = as_dimension(&v),
                 (Some("height"), v) => height = as_dimension(&v),
                 (Some("rgba"), Msgpack::Binary(bytes)) => rgba = Some(bytes),
+                (Some("capture"), Msgpack::String(s)) => window = s.as_str() == Some("window"),
+                (Some("reason"), Msgpack::String(s)) => report.reason = s.into_str().unwrap_or_default(),
+                (Some("context"), Msgpack::String(s)) => report.context = s.into_str().unwrap_or_default(),
+                (Some("placeName"), Msgpack::String(s)) => report.place_name = s.into_str().unwrap_or_default(),
+                (Some("viewportWidth"), v) => report.viewport_width = as_dimension(&v).unwrap_or(0),
+                (Some("viewportHeight"), v) => report.viewport_height = as_dimension(&v).unwrap_or(0),
+                (Some("editableImageError"), Msgpack::String(s)) => report.editable_image_error = s.into_str(),
                 _ => {}
             }
+        }
+        if window {
+            if report.place_name.is_empty() {
+                return Err(bad_result("screenshot", "a window report without its placeName"));
+            }
+            return Ok(PluginReply::Window(report));
         }
         let (Some(width), Some(height), Some(rgba)) = (width, height, rgba) else {
             return Err(bad_result("screenshot", "expected width, height and binary rgba"));
@@ -116,8 +282,14 @@ impl RawImage {
                 &format!("{width}×{height} does not match {} RGBA bytes", rgba.len()),
             ));
         }
-        Ok(RawImage { width, height, rgba })
+        Ok(PluginReply::Pixels(RawImage { width, height, rgba }))
     }
+}
+
+struct RawImage {
+    width: u32,
+    height: u32,
+    rgba: Vec<u8>,
 }
 
 fn as_dimension(value: &Msgpack) -> Option<u32> {
@@ -144,12 +316,73 @@ mod tests {
 
     #[test]
     fn dimensions_must_match_the_payload_without_overflow() {
-        assert!(RawImage::from_plugin(raw(2, 3, 24)).is_ok());
-        assert!(RawImage::from_plugin(raw(2, 3, 23)).is_err());
-        assert!(RawImage::from_plugin(raw(0, 3, 0)).is_err());
+        assert!(matches!(PluginReply::parse(raw(2, 3, 24)), Ok(PluginReply::Pixels(_))));
+        assert!(PluginReply::parse(raw(2, 3, 23)).is_err());
+        assert!(PluginReply::parse(raw(0, 3, 0)).is_err());
         // 2^32-1 squared times 4 does not fit in 64 bits: refused, not wrapped.
         let max = u64::from(u32::MAX);
-        let err = RawImage::from_plugin(raw(max, max, 16)).err().expect("refused");
-        assert_eq!(err.code, crate::protocol::ErrorCode::PluginError);
+        let err = PluginReply::parse(raw(max, max, 16)).err().expect("refused");
+        assert_eq!(err.code, ErrorCode::PluginError);
+    }
+
+    fn report(entries: Vec<(&str, Msgpack)>) -> Msgpack {
+        Msgpack::Map(entries.into_iter().map(|(k, v)| (k.into(), v)).collect())
+    }
+
+    #[test]
+    fn a_window_report_becomes_an_error_saying_why_both_paths_failed() {
+        let parsed = PluginReply::parse(report(vec![
+            ("capture", "window".into()),
+            ("reason", "viewport_too_large".into()),
+            ("context", "edit".into()),
+            ("placeName", "Baseplate".into()),
+            ("viewportWidth", 1920.into()),
+            ("viewportHeight", Msgpack::F64(1080.0)),
+        ]));
+        let Ok(PluginReply::Window(window)) = parsed else {
+            panic!("a window report");
+        };
+        assert_eq!((window.viewport_width, window.viewport_height), (1920, 1080));
+        let error = window.error(CaptureError::NoWindow("No Roblox Studio window is open.".into()));
+        assert_eq!(error.code, ErrorCode::NotFound);
+        assert!(error.message.contains("1920×1080"), "{}", error.message);
+        assert!(
+            error.message.contains("No Roblox Studio window is open."),
+            "{}",
+            error.message
+        );
+        assert!(!error.message.contains("EditableImage refused"), "{}", error.message);
+        let details = error.details.expect("details");
+        assert_eq!(details["placeName"], "Baseplate");
+        assert_eq!(details["reason"], "viewport_too_large");
+        let denied = window.error(CaptureError::Permission("Screen Recording".into()));
+        assert_eq!(denied.code, ErrorCode::PermissionDenied);
+        // a report must name its place: the window is chosen by it
+        assert!(PluginReply::parse(report(vec![("capture", "window".into())])).is_err());
+    }
+
+    #[test]
+    fn a_uniform_image_is_flagged_blank_with_a_hint() {
+        let shot = |rgba: Vec<u8>| {
+            finish(
+                RawImage {
+                    width: 2,
+                    height: 1,
+                    rgba,
+                },
+                1280,
+                Source::Window,
+                None,
+                None,
+            )
+        };
+        let (blank, _) = shot(vec![0, 0, 0, 255, 0, 0, 0, 255]).unwrap();
+        assert!(blank.blank);
+        assert!(blank.hint.as_deref().unwrap_or("").contains("same colour"));
+        let (seen, png) = shot(vec![0, 0, 0, 255, 9, 0, 0, 255]).unwrap();
+        assert!(!seen.blank && seen.hint.is_none());
+        assert!(png.starts_with(b"\x89PNG"));
+        let json = serde_json::to_value(&seen).unwrap();
+        assert_eq!(json, json!({"width": 2, "height": 1, "source": "window"}));
     }
 }

@@ -88,9 +88,25 @@ impl Mcp {
         Mcp::spawn_with_config_dir(port, extra, &paired_config_dir()).await
     }
 
+    /// [`Mcp::spawn_paired`] with environment variables set (`Some`) or removed (`None`),
+    /// e.g. the X display a window screenshot reads.
+    pub async fn spawn_paired_with_env(port: u16, extra: &[&str], env: &[(&str, Option<&str>)]) -> Mcp {
+        Mcp::spawn_inner(port, extra, &paired_config_dir(), env).await
+    }
+
     /// [`Mcp::spawn`] with `STUDIO_BRIDGE_CONFIG_DIR` set to `config_dir`.
     pub async fn spawn_with_config_dir(port: u16, extra: &[&str], config_dir: &Path) -> Mcp {
+        Mcp::spawn_inner(port, extra, config_dir, &[]).await
+    }
+
+    async fn spawn_inner(port: u16, extra: &[&str], config_dir: &Path, env: &[(&str, Option<&str>)]) -> Mcp {
         let mut command = Command::new(binary());
+        for (name, value) in env {
+            match value {
+                Some(value) => command.env(name, value),
+                None => command.env_remove(name),
+            };
+        }
         // Tests never touch a real Studio's plugins folder.
         command
             .arg("mcp")
