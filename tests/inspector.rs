@@ -296,3 +296,44 @@ async fn the_mcp_inspector_accepts_our_tools_and_results() {
     plugin.stop().await;
     serve.kill().await.expect("stop studio-bridge serve");
 }
+
+#[tokio::test]
+async fn the_mcp_inspector_lists_and_reads_our_resources() {
+    let Some(inspector) = Inspector::locate() else {
+        support::missing_tool("the MCP Inspector is not installed (.ci/run installs it and Node 22 from npm)");
+        return;
+    };
+    let list = inspector.run(free_port(), &["--method", "resources/list"]).await;
+    assert_eq!(list.code, Some(0), "{list}");
+    let uris: Vec<String> = list.result()["resources"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no resources:\n{list}"))
+        .iter()
+        .filter_map(|r| r["uri"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(uris, ["studio://guide", "studio://sessions"], "{list}");
+
+    let templates = inspector
+        .run(free_port(), &["--method", "resources/templates/list"])
+        .await;
+    assert_eq!(templates.code, Some(0), "{templates}");
+    assert_eq!(
+        templates.result()["resourceTemplates"][0]["uriTemplate"],
+        "studio://logs/{sessionId}",
+        "{templates}"
+    );
+
+    let guide = inspector
+        .run(free_port(), &["--method", "resources/read", "--uri", "studio://guide"])
+        .await;
+    assert_eq!(guide.code, Some(0), "{guide}");
+    let contents = &guide.result()["contents"][0];
+    assert_eq!(contents["mimeType"], "text/markdown", "{guide}");
+    assert!(
+        contents["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("## Writes and undo"),
+        "{guide}"
+    );
+}

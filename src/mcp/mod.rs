@@ -8,6 +8,7 @@
 mod backlog;
 pub mod policy;
 mod reader;
+pub mod resources;
 mod splice;
 pub mod transport;
 
@@ -17,8 +18,10 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult, Implementation,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities,
-    ServerConfig, Tool, ToolAnnotations,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ProgressToken, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    ResourceContents, ServerCapabilities, ServerConfig, SubscribeRequestParams, Tool, ToolAnnotations,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
@@ -33,7 +36,9 @@ use splice::Splicer;
 
 const TOOL_PREFIX: &str = "studio_";
 
-const INSTRUCTIONS: &str = "studio-bridge connects you to running Roblox Studio sessions. Call studio_sessions first. Each Studio is an instance (instanceId) of one or more sessions (sessionId), one per DataModel: edit, plus server and client during Play. Tools act on the only Studio open; with several, pass sessionId or instanceId, or set a default with studio_target. context (edit, server, client) picks the DataModel within an instance; omitted, exec runs on the server during Play and everything else in edit. Every result says where it ran (sessionId, context). Tool errors carry a stable code and say what to do next.";
+/// Short on purpose: what spans tools (sessions, contexts, paths, writes and undo,
+/// playtests) is the guide's, [`resources::GUIDE`], read once when needed.
+const INSTRUCTIONS: &str = "studio-bridge connects you to running Roblox Studio sessions. Call studio_sessions first. Read the resource studio://guide for how sessions, contexts (edit, server, client), paths, writes and undo, and playtests work. Tool errors carry a stable code and say what to do next.";
 
 /// One MCP connection: its own default target, shared bridge, and the user's policy.
 pub struct McpServer {
@@ -46,6 +51,8 @@ pub struct McpServer {
     report: Arc<ActivePolicy>,
     /// Large results' text, prepared for the writer under the transport.
     splicer: Arc<Splicer>,
+    /// This connection's resource subscriptions.
+    subscriptions: Arc<resources::Subscriptions>,
 }
 
 impl McpServer {
@@ -63,7 +70,65 @@ impl McpServer {
             report: Arc::new(policy.report()),
             policy: Arc::new(policy),
             splicer,
+            subscriptions: resources::Subscriptions::new(),
         }
+    }
+
+    /// The parts a command's invocation needs, for a call on this connection.
+    fn parts(&self, hooks: CallHooks) -> InvocationParts {
+        InvocationParts {
+            bridge: self.bridge.clone(),
+            hooks,
+            defaults: Arc::clone(&self.defaults),
+            target: Target::default(),
+            policy: Some(Arc::clone(&self.report)),
+        }
+    }
+
+    /// A resource that mirrors a command (`studio://sessions`, `studio://logs/{id}`): the
+    /// command's result as JSON text, under the same policy as its tool.
+    async fn command_resource(
+        &self,
+        uri: &str,
+        name: &str,
+        args: serde_json::Map<String, Json>,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> Result<ReadResourceResult, McpError> {
+        let command = commands::find(name).ok_or_else(|| resources::not_found(uri))?;
+        let outcome = match self.policy.check(command, &args) {
+            Ok(()) => {
+                let hooks = CallHooks { progress: None, cancel };
+                command.invoke(args, self.parts(hooks), self.limits).await
+            }
+            Err(error) => Err(error),
+        };
+        match outcome {
+            Ok(output) => {
+                let text = match output.body {
+                    Body::Quoted { text, .. } => text,
+                    body => serde_json::to_string(&Output { body, image: None }.value()).unwrap_or_default(),
+                };
+                Ok(ReadResourceResult::new(vec![
+                    ResourceContents::text(text, uri).with_mime_type("application/json"),
+                ]))
+            }
+            Err(error) => Err(resource_error(uri, &error)),
+        }
+    }
+}
+
+/// A command's error as the answer to a `resources/read`: a JSON-RPC error whose message
+/// is the tool error's (what to do next) and whose data is the tool error's JSON.
+fn resource_error(uri: &str, error: &ToolError) -> McpError {
+    use crate::protocol::ErrorCode;
+    let message = format!("{uri}: {}", error.message);
+    let data = Some(error.to_json());
+    match error.code {
+        ErrorCode::NoSessions | ErrorCode::SessionNotFound | ErrorCode::NotFound => {
+            McpError::resource_not_found(message, data)
+        }
+        ErrorCode::InvalidArgs | ErrorCode::PermissionDenied => McpError::invalid_params(message, data),
+        _ => McpError::internal_error(message, data),
     }
 }
 
@@ -137,7 +202,12 @@ pub fn error_result(error: &ToolError) -> CallToolResult {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let capabilities = ServerCapabilities::builder()
+            .enable_resources()
+            .enable_resources_subscribe()
+            .enable_tools()
+            .build();
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("studio-bridge", SERVER_VERSION))
             .with_instructions(INSTRUCTIONS)
     }
@@ -178,16 +248,10 @@ impl ServerHandler for McpServer {
             }
             None => (None, None),
         };
-        let parts = InvocationParts {
-            bridge: self.bridge.clone(),
-            hooks: CallHooks {
-                progress: sender,
-                cancel: context.ct.clone(),
-            },
-            defaults: Arc::clone(&self.defaults),
-            target: Target::default(),
-            policy: Some(Arc::clone(&self.report)),
-        };
+        let parts = self.parts(CallHooks {
+            progress: sender,
+            cancel: context.ct.clone(),
+        });
         let invoke = command.invoke(args, parts, self.limits);
         let outcome = match progress {
             Some((token, updates)) => forwarding_progress(invoke, token, updates, &context.peer).await,
@@ -201,6 +265,68 @@ impl ServerHandler for McpServer {
             }
         };
         Ok(result.into())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        Ok(ListResourcesResult::with_all_items(resources::list()))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Ok(ListResourceTemplatesResult::with_all_items(resources::templates()))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let uri = request.uri;
+        let result = match resources::parse(&uri)? {
+            resources::Named::Guide => ReadResourceResult::new(vec![
+                ResourceContents::text(resources::GUIDE, &uri).with_mime_type("text/markdown"),
+            ]),
+            resources::Named::Sessions => {
+                self.command_resource(&uri, "sessions", serde_json::Map::new(), context.ct.clone())
+                    .await?
+            }
+            resources::Named::Logs(session_id) => {
+                let mut args = serde_json::Map::new();
+                args.insert("sessionId".into(), Json::String(session_id));
+                self.command_resource(&uri, "logs", args, context.ct.clone()).await?
+            }
+        };
+        Ok(result.into())
+    }
+
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let named = resources::parse(&request.uri)?;
+        self.subscriptions
+            .subscribe(request.uri, named, &self.bridge, context.peer.clone())
+            .await
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        resources::parse(&request.uri)?;
+        self.subscriptions.unsubscribe(&request.uri);
+        Ok(())
     }
 
     /// rmcp hands a `tools/call` here when it cannot read its params as a call's (and
