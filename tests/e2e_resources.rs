@@ -73,7 +73,7 @@ async fn resources_and_templates_are_listed_and_the_guide_read() {
         .await
         .expect("resources/templates/list");
     let templates: Vec<&str> = templates.iter().map(|t| t.uri_template.as_str()).collect();
-    assert_eq!(templates, ["studio://logs/{sessionId}"]);
+    assert_eq!(templates, ["studio://logs/{sessionId}", "studio://results/{id}{?page}"]);
 
     let (guide, mime) = read(&mcp, "studio://guide").await.expect("read the guide");
     assert_eq!(mime.as_deref(), Some("text/markdown"));
@@ -184,4 +184,85 @@ async fn a_subscription_is_told_when_a_plugin_connects_and_when_a_session_prints
         !later.contains(&logs_uri),
         "no logs update after unsubscribe: {later:?}"
     );
+}
+
+/// A `find` answer of `n` matches, as the plugin would send it.
+fn many_matches(n: usize) -> Value {
+    let matches = (0..n)
+        .map(|i| {
+            value_map(vec![
+                ("path", format!("game.Workspace.Model.Part{i}").into()),
+                ("className", "Part".into()),
+            ])
+        })
+        .collect();
+    value_map(vec![("matches", Value::Array(matches)), ("truncated", false.into())])
+}
+
+#[tokio::test]
+async fn a_cut_result_links_to_pages_whose_union_is_the_whole_result() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &["--max-result-kib", "16"]).await;
+    let _plugin = FakePlugin::connect(
+        port,
+        Identity::edit("A"),
+        handler(|action, _| match action {
+            "find" => Reply::Ok(many_matches(2000)),
+            other => Reply::Err("unknown_action", other.to_owned()),
+        }),
+    )
+    .await;
+    let result = mcp.call("studio_find", json!({"className": "Part"})).await;
+    let kept = support::mcp_client::structured(&result);
+    assert_eq!(kept["truncated"], true, "{kept}");
+    let kept_matches = kept["matches"].as_array().unwrap().clone();
+    assert!(kept_matches.len() < 2000);
+    let link = result
+        .content
+        .iter()
+        .find_map(|c| c.as_resource_link())
+        .unwrap_or_else(|| panic!("a cut result links to its rest: {result:?}"));
+    assert!(link.uri.starts_with("studio://results/"), "{}", link.uri);
+
+    // Page after page, until a page past the end says how many there are.
+    let mut all = kept_matches;
+    let mut page = 1;
+    let pages = loop {
+        let uri = format!("{}?page={page}", link.uri);
+        match mcp
+            .client
+            .read_resource(ReadResourceRequestParams::new(uri.as_str()))
+            .await
+        {
+            Ok(read) => {
+                let ResourceContents::TextResourceContents { text, meta, .. } = &read.contents[0] else {
+                    panic!("{uri}: not text")
+                };
+                let meta = &meta.as_ref().expect("a page says where it belongs").0;
+                assert_eq!(meta["pointer"], "/matches");
+                assert_eq!(meta["from"], all.len(), "pages come in order");
+                assert_eq!(meta["page"], page);
+                let more: Vec<Json> = serde_json::from_str(text).expect("a page is a JSON array of matches");
+                assert!(text.len() <= 16 * 1024, "a page fits the bound: {}", text.len());
+                all.extend(more);
+                page += 1;
+            }
+            Err(error) => break (page - 1, error.to_string()),
+        }
+    };
+    let (count, past_the_end) = pages;
+    assert!(count >= 2, "{count} pages");
+    assert!(past_the_end.contains(&format!("has {count} page(s)")), "{past_the_end}");
+    let expected: Vec<Json> = (0..2000)
+        .map(|i| json!({"path": format!("game.Workspace.Model.Part{i}"), "className": "Part"}))
+        .collect();
+    assert_eq!(all, expected, "the kept result and its pages are the whole result");
+
+    let error = read(&mcp, "studio://results/0123abcd")
+        .await
+        .expect_err("an unknown id");
+    assert!(error.to_string().contains("is not kept"), "{error}");
+    // A result within the bound links to nothing.
+    let small = mcp.call("studio_sessions", json!({})).await;
+    assert!(small.content.iter().all(|c| c.as_resource_link().is_none()));
 }

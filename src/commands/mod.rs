@@ -103,6 +103,27 @@ impl Spec {
 pub struct Output {
     pub body: Body,
     pub image: Option<Vec<u8>>,
+    /// The whole result, when the bound cut it: what the MCP adapter pages for the
+    /// agent to fetch (`studio://results/{id}`). None for a result within the bound.
+    pub whole: Option<Whole>,
+}
+
+/// A result as it was before the bound cut it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Whole {
+    Json(Json),
+    /// A plugin's result as it came (decoded only if the agent asks for the rest).
+    Plugin(RawValue),
+}
+
+impl Whole {
+    /// The whole result as a JSON tree (sessionId/context are not in it).
+    pub fn value(&self) -> Json {
+        match self {
+            Whole::Json(json) => json.clone(),
+            Whole::Plugin(raw) => raw.decode().map(value::into_json).unwrap_or(Json::Null),
+        }
+    }
 }
 
 /// A result's JSON, in the form that costs least to hand on.
@@ -124,6 +145,7 @@ impl Output {
         Output {
             body: Body::Json(json),
             image: None,
+            whole: None,
         }
     }
 
@@ -132,6 +154,7 @@ impl Output {
         Output {
             body: Body::Plugin(result),
             image: None,
+            whole: None,
         }
     }
 
@@ -372,20 +395,28 @@ impl<C: Command> DynCommand for Erased<C> {
             output.body = match output.body {
                 Body::Json(mut json) => {
                     top.apply(&mut json);
-                    Body::Json(bound::bound(json, limit, hint))
+                    let (kept, whole) = bound::bound_keeping_whole(json, limit, hint);
+                    output.whole = whole.map(Whole::Json);
+                    Body::Json(kept)
                 }
                 // Written with its quoted form for the text block, in one pass; a large
-                // result off the async thread.
+                // result off the async thread. The raw result is kept (not decoded) when
+                // it was cut, for its rest.
                 Body::Plugin(raw) => {
                     let off_thread = raw.len() > OFF_THREAD_BYTES;
-                    let convert = move || bound::bound_raw_quoted(&raw, &top, limit, hint);
-                    let (text, quoted) = if off_thread {
+                    let convert = move || {
+                        let (text, quoted) = bound::bound_raw_quoted(&raw, &top, limit, hint);
+                        let whole = bound::was_cut(&text).then_some(raw);
+                        (text, quoted, whole)
+                    };
+                    let (text, quoted, whole) = if off_thread {
                         tokio::task::spawn_blocking(convert)
                             .await
                             .map_err(|e| bad_result(C::SPEC.name, &format!("its result could not be converted: {e}")))?
                     } else {
                         convert()
                     };
+                    output.whole = whole.map(Whole::Plugin);
                     Body::Quoted { text, quoted }
                 }
                 quoted @ Body::Quoted { .. } => quoted,

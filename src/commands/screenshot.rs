@@ -76,6 +76,7 @@ impl Command for Screenshot {
         Ok(Output {
             body: Body::Json(json!({ "width": width, "height": height })),
             image: Some(png),
+            whole: None,
         })
     }
 }

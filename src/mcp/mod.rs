@@ -9,6 +9,7 @@ mod backlog;
 pub mod policy;
 mod reader;
 pub mod resources;
+pub mod results;
 mod splice;
 pub mod transport;
 
@@ -53,10 +54,18 @@ pub struct McpServer {
     splicer: Arc<Splicer>,
     /// This connection's resource subscriptions.
     subscriptions: Arc<resources::Subscriptions>,
+    /// The rest of cut results, shared by the process's connections.
+    results: Arc<results::ResultStore>,
 }
 
 impl McpServer {
-    fn new(bridge: Bridge, limits: Limits, policy: Policy, splicer: Arc<Splicer>) -> McpServer {
+    fn new(
+        bridge: Bridge,
+        limits: Limits,
+        policy: Policy,
+        splicer: Arc<Splicer>,
+        results: Arc<results::ResultStore>,
+    ) -> McpServer {
         let tools = commands::ALL
             .iter()
             .filter(|c| policy.lists(**c))
@@ -71,6 +80,7 @@ impl McpServer {
             policy: Arc::new(policy),
             splicer,
             subscriptions: resources::Subscriptions::new(),
+            results,
         }
     }
 
@@ -106,7 +116,15 @@ impl McpServer {
             Ok(output) => {
                 let text = match output.body {
                     Body::Quoted { text, .. } => text,
-                    body => serde_json::to_string(&Output { body, image: None }.value()).unwrap_or_default(),
+                    body => serde_json::to_string(
+                        &Output {
+                            body,
+                            image: None,
+                            whole: None,
+                        }
+                        .value(),
+                    )
+                    .unwrap_or_default(),
                 };
                 Ok(ReadResourceResult::new(vec![
                     ResourceContents::text(text, uri).with_mime_type("application/json"),
@@ -163,11 +181,25 @@ fn tool_for(command: &dyn DynCommand) -> Tool {
 
 /// The tool result for a command's output: the complete JSON as text (some clients
 /// show the model only the text) and as structured content, plus an image block for
-/// images. A plugin's result without an image is spliced in as the line is written (see
-/// [`splice`]), with its quoted form already written.
-async fn success_result(output: Output, splicer: &Arc<Splicer>) -> CallToolResult {
+/// images, and for a result the bound cut a `resource_link` to its rest. A plugin's
+/// result without an image is spliced in as the line is written (see [`splice`]), with
+/// its quoted form already written.
+async fn success_result(output: Output, splicer: &Arc<Splicer>, results: &Arc<results::ResultStore>) -> CallToolResult {
+    let link = |whole, text: &str| {
+        let uri = results.keep(whole, text.to_owned());
+        ContentBlock::resource_link(
+            rmcp::model::Resource::new(uri, "rest of the result")
+                .with_description("What the bound cut, in pages: read ?page=1, ?page=2, … (kept 10 minutes).")
+                .with_mime_type("application/json"),
+        )
+    };
     let (text, structured) = match output.body {
-        Body::Quoted { text, quoted } if output.image.is_none() => return splicer.result(text, quoted),
+        Body::Quoted { text, quoted } if output.image.is_none() => {
+            let rest = output.whole.map(|whole| link(whole, &text));
+            let mut result = splicer.result(text, quoted);
+            result.content.extend(rest);
+            return result;
+        }
         Body::Quoted { text, .. } => {
             let structured = serde_json::from_str(&text).unwrap_or(Json::Null);
             (text, structured)
@@ -177,15 +209,22 @@ async fn success_result(output: Output, splicer: &Arc<Splicer>) -> CallToolResul
         // result.
         Body::Json(json) => (serde_json::to_string(&json).unwrap_or_default(), json),
         body @ Body::Plugin(_) => {
-            let json = Output { body, image: None }.value();
+            let json = Output {
+                body,
+                image: None,
+                whole: None,
+            }
+            .value();
             (serde_json::to_string(&json).unwrap_or_default(), json)
         }
     };
-    let mut content = Vec::with_capacity(2);
+    let mut content = Vec::with_capacity(3);
     if let Some(png) = &output.image {
         content.push(ContentBlock::image(BASE64.encode(png), "image/png"));
     }
+    let rest = output.whole.map(|whole| link(whole, &text));
     content.push(ContentBlock::text(text));
+    content.extend(rest);
     let mut result = CallToolResult::success(content);
     result.structured_content = Some(structured);
     result
@@ -258,7 +297,7 @@ impl ServerHandler for McpServer {
             None => invoke.await,
         };
         let result = match outcome {
-            Ok(output) => success_result(output, &self.splicer).await,
+            Ok(output) => success_result(output, &self.splicer, &self.results).await,
             Err(error) => {
                 tracing::debug!(tool = %request.name, %error, "tool call failed");
                 error_result(&error)
@@ -301,6 +340,23 @@ impl ServerHandler for McpServer {
                 let mut args = serde_json::Map::new();
                 args.insert("sessionId".into(), Json::String(session_id));
                 self.command_resource(&uri, "logs", args, context.ct.clone()).await?
+            }
+            resources::Named::Result { id, page } => {
+                let read = self
+                    .results
+                    .page(&id, page)
+                    .await
+                    .map_err(|message| McpError::resource_not_found(message, None))?;
+                let mut meta = serde_json::Map::new();
+                meta.insert("pointer".into(), Json::String(read.page.pointer));
+                meta.insert("from".into(), read.page.from.into());
+                meta.insert("page".into(), read.number.into());
+                meta.insert("pages".into(), read.pages.into());
+                ReadResourceResult::new(vec![
+                    ResourceContents::text(read.page.json, &uri)
+                        .with_mime_type("application/json")
+                        .with_meta(rmcp::model::MetaObject(meta)),
+                ])
             }
         };
         Ok(result.into())
@@ -430,7 +486,8 @@ async fn forwarding_progress<T>(
 pub async fn serve_stdio(bridge: Bridge, limits: Limits, policy: Policy) -> anyhow::Result<()> {
     use rmcp::ServiceExt as _;
     let splicer = Splicer::new();
-    let server = McpServer::new(bridge, limits, policy, Arc::clone(&splicer));
+    let results = results::ResultStore::new(limits.max_result_bytes / 5 * 2);
+    let server = McpServer::new(bridge, limits, policy, Arc::clone(&splicer), results);
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
     let backlog = backlog::Backlog::new();
     let stdout = backlog::AnswerCounter::new(

@@ -19,6 +19,7 @@ use rmcp::model::{Resource, ResourceTemplate, ResourceUpdatedNotificationParam};
 use rmcp::{ErrorData as McpError, Peer, RoleServer};
 use tokio_util::sync::CancellationToken;
 
+use super::results::RESULTS_PREFIX;
 use crate::bridge::registry::SESSIONS_EVENT;
 use crate::bridge::{Bridge, Target};
 
@@ -26,6 +27,7 @@ pub const GUIDE_URI: &str = "studio://guide";
 pub const SESSIONS_URI: &str = "studio://sessions";
 const LOGS_PREFIX: &str = "studio://logs/";
 const LOGS_TEMPLATE: &str = "studio://logs/{sessionId}";
+const RESULTS_TEMPLATE: &str = "studio://results/{id}{?page}";
 
 /// The guide's text: the one place for guidance that spans tools.
 pub const GUIDE: &str = include_str!("guide.md");
@@ -41,6 +43,11 @@ pub enum Named {
     Guide,
     Sessions,
     Logs(String),
+    /// A page (from 1; the first when not given) of a cut result's rest.
+    Result {
+        id: String,
+        page: usize,
+    },
 }
 
 /// The resources `resources/list` shows.
@@ -62,6 +69,9 @@ pub fn templates() -> Vec<ResourceTemplate> {
         ResourceTemplate::new(LOGS_TEMPLATE, "logs")
             .with_description("A session's output, as studio_logs reads it. Subscribable: updated when it prints.")
             .with_mime_type("application/json"),
+        ResourceTemplate::new(RESULTS_TEMPLATE, "result pages")
+            .with_description("The rest of a cut result, linked from it; kept 10 minutes.")
+            .with_mime_type("application/json"),
     ]
 }
 
@@ -78,13 +88,35 @@ pub fn parse(uri: &str) -> Result<Named, McpError> {
     {
         return Ok(Named::Logs(session_id.to_owned()));
     }
+    if let Some(rest) = uri.strip_prefix(RESULTS_PREFIX) {
+        let (id, query) = rest.split_once('?').unwrap_or((rest, ""));
+        if !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric()) {
+            let page = match query {
+                "" => 1,
+                query => query
+                    .strip_prefix("page=")
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .filter(|n| *n >= 1)
+                    .ok_or_else(|| {
+                        McpError::invalid_params(
+                            format!("{uri}: `page` must be a whole number from 1, as in {RESULTS_PREFIX}{id}?page=2."),
+                            None,
+                        )
+                    })?,
+            };
+            return Ok(Named::Result {
+                id: id.to_owned(),
+                page,
+            });
+        }
+    }
     Err(not_found(uri))
 }
 
 pub fn not_found(uri: &str) -> McpError {
     McpError::resource_not_found(
         format!(
-            "No resource {uri:?}. Resources: {GUIDE_URI}, {SESSIONS_URI}, {LOGS_TEMPLATE} (a sessionId from studio_sessions)."
+            "No resource {uri:?}. Resources: {GUIDE_URI}, {SESSIONS_URI}, {LOGS_TEMPLATE} (a sessionId from studio_sessions), and the {RESULTS_TEMPLATE} a cut result links to."
         ),
         None,
     )
@@ -111,9 +143,9 @@ impl Subscriptions {
         peer: Peer<RoleServer>,
     ) -> Result<(), McpError> {
         let (target, events) = match named {
-            Named::Guide => {
+            Named::Guide | Named::Result { .. } => {
                 return Err(McpError::invalid_params(
-                    format!("{GUIDE_URI} never changes while the server runs; read it, no subscription needed."),
+                    format!("{uri} never changes while it is kept; read it, no subscription needed."),
                     None,
                 ));
             }
@@ -198,6 +230,24 @@ mod tests {
         assert_eq!(parse("studio://guide").unwrap(), Named::Guide);
         assert_eq!(parse("studio://sessions").unwrap(), Named::Sessions);
         assert_eq!(parse("studio://logs/A-edit").unwrap(), Named::Logs("A-edit".into()));
+        assert_eq!(
+            parse("studio://results/ab12").unwrap(),
+            Named::Result {
+                id: "ab12".into(),
+                page: 1
+            }
+        );
+        assert_eq!(
+            parse("studio://results/ab12?page=3").unwrap(),
+            Named::Result {
+                id: "ab12".into(),
+                page: 3
+            }
+        );
+        for bad_page in ["?page=0", "?page=x", "?p=1"] {
+            let error = parse(&format!("studio://results/ab12{bad_page}")).unwrap_err();
+            assert!(error.message.contains("`page`"), "{bad_page}: {}", error.message);
+        }
         for bad in [
             "studio://logs/",
             "studio://logs/a/b",

@@ -211,7 +211,7 @@ pub fn error_of(result: &CallToolResult) -> Json {
 
 /// The structured content of a result, checking that its text block carries the same
 /// JSON (some clients show the model only one of the two).
-fn structured(result: &CallToolResult) -> Json {
+pub fn structured(result: &CallToolResult) -> Json {
     let structured = result.structured_content.clone().expect("structuredContent");
     let text = result
         .content
