@@ -316,6 +316,7 @@ impl Registry {
             timeout_ms: u64::try_from(plugin_timeout.as_millis()).unwrap_or(u64::MAX),
             session: link.channel.as_deref(),
             defaulted,
+            operation_id: call.operation_id.as_deref(),
         });
         if !sent {
             link.forget(id);
@@ -615,6 +616,7 @@ mod tests {
             default_context: Context::Edit,
             timeout,
             plugin_timeout: None,
+            operation_id: None,
         }
     }
 
