@@ -6,6 +6,7 @@
 //! the agent sees). It holds no command-specific logic.
 
 mod backlog;
+pub mod http;
 pub mod policy;
 mod reader;
 pub mod resources;
@@ -50,40 +51,63 @@ pub struct McpServer {
     tools: Arc<Vec<Tool>>,
     policy: Arc<Policy>,
     report: Arc<ActivePolicy>,
-    /// Large results' text, prepared for the writer under the transport.
-    splicer: Arc<Splicer>,
+    /// Large results' text, prepared for the writer under the transport (stdio); none
+    /// over HTTP, whose transport writes the result as rmcp serializes it.
+    splicer: Option<Arc<Splicer>>,
     /// This connection's resource subscriptions.
     subscriptions: Arc<resources::Subscriptions>,
     /// The rest of cut results, shared by the process's connections.
     results: Arc<results::ResultStore>,
 }
 
-impl McpServer {
-    fn new(
-        bridge: Bridge,
-        limits: Limits,
-        policy: Policy,
-        splicer: Arc<Splicer>,
-        results: Arc<results::ResultStore>,
-    ) -> McpServer {
+/// What every MCP connection of the process shares: the bridge, the limits, the policy
+/// and the tools it offers, the kept rest of cut results.
+#[derive(Clone)]
+pub(crate) struct Shared {
+    bridge: Bridge,
+    limits: Limits,
+    tools: Arc<Vec<Tool>>,
+    policy: Arc<Policy>,
+    report: Arc<ActivePolicy>,
+    splicer: Option<Arc<Splicer>>,
+    results: Arc<results::ResultStore>,
+}
+
+impl Shared {
+    fn new(bridge: Bridge, limits: Limits, policy: Policy, splicer: Option<Arc<Splicer>>) -> Shared {
         let tools = commands::ALL
             .iter()
             .filter(|c| policy.lists(**c))
             .map(|c| tool_for(*c))
             .collect();
-        McpServer {
+        Shared {
             bridge,
             limits,
-            defaults: Arc::new(Mutex::new(Target::default())),
             tools: Arc::new(tools),
             report: Arc::new(policy.report()),
             policy: Arc::new(policy),
             splicer,
-            subscriptions: resources::Subscriptions::new(),
-            results,
+            results: results::ResultStore::new(limits.max_result_bytes / 5 * 2),
         }
     }
 
+    /// One MCP connection: its own default target and subscriptions.
+    fn connection(&self) -> McpServer {
+        McpServer {
+            bridge: self.bridge.clone(),
+            limits: self.limits,
+            defaults: Arc::new(Mutex::new(Target::default())),
+            tools: Arc::clone(&self.tools),
+            policy: Arc::clone(&self.policy),
+            report: Arc::clone(&self.report),
+            splicer: self.splicer.clone(),
+            subscriptions: resources::Subscriptions::new(),
+            results: Arc::clone(&self.results),
+        }
+    }
+}
+
+impl McpServer {
     /// The parts a command's invocation needs, for a call on this connection.
     fn parts(&self, hooks: CallHooks) -> InvocationParts {
         InvocationParts {
@@ -184,7 +208,11 @@ fn tool_for(command: &dyn DynCommand) -> Tool {
 /// images, and for a result the bound cut a `resource_link` to its rest. A plugin's
 /// result without an image is spliced in as the line is written (see [`splice`]), with
 /// its quoted form already written.
-async fn success_result(output: Output, splicer: &Arc<Splicer>, results: &Arc<results::ResultStore>) -> CallToolResult {
+async fn success_result(
+    output: Output,
+    splicer: Option<&Arc<Splicer>>,
+    results: &Arc<results::ResultStore>,
+) -> CallToolResult {
     let link = |whole, text: &str| {
         let uri = results.keep(whole, text.to_owned());
         ContentBlock::resource_link(
@@ -194,16 +222,18 @@ async fn success_result(output: Output, splicer: &Arc<Splicer>, results: &Arc<re
         )
     };
     let (text, structured) = match output.body {
-        Body::Quoted { text, quoted } if output.image.is_none() => {
-            let rest = output.whole.map(|whole| link(whole, &text));
-            let mut result = splicer.result(text, quoted);
-            result.content.extend(rest);
-            return result;
-        }
-        Body::Quoted { text, .. } => {
-            let structured = serde_json::from_str(&text).unwrap_or(Json::Null);
-            (text, structured)
-        }
+        Body::Quoted { text, quoted } => match splicer.filter(|_| output.image.is_none()) {
+            Some(splicer) => {
+                let rest = output.whole.map(|whole| link(whole, &text));
+                let mut result = splicer.result(text, quoted);
+                result.content.extend(rest);
+                return result;
+            }
+            None => {
+                let structured = serde_json::from_str(&text).unwrap_or(Json::Null);
+                (text, structured)
+            }
+        },
         // `serde_json::to_string` writes straight into a buffer; `Value::to_string` goes
         // through `fmt` a fragment at a time, which is several times slower on a large
         // result.
@@ -297,7 +327,7 @@ impl ServerHandler for McpServer {
             None => invoke.await,
         };
         let result = match outcome {
-            Ok(output) => success_result(output, &self.splicer, &self.results).await,
+            Ok(output) => success_result(output, self.splicer.as_ref(), &self.results).await,
             Err(error) => {
                 tracing::debug!(tool = %request.name, %error, "tool call failed");
                 error_result(&error)
@@ -486,8 +516,7 @@ async fn forwarding_progress<T>(
 pub async fn serve_stdio(bridge: Bridge, limits: Limits, policy: Policy) -> anyhow::Result<()> {
     use rmcp::ServiceExt as _;
     let splicer = Splicer::new();
-    let results = results::ResultStore::new(limits.max_result_bytes / 5 * 2);
-    let server = McpServer::new(bridge, limits, policy, Arc::clone(&splicer), results);
+    let server = Shared::new(bridge, limits, policy, Some(Arc::clone(&splicer))).connection();
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
     let backlog = backlog::Backlog::new();
     let stdout = backlog::AnswerCounter::new(
