@@ -1,4 +1,5 @@
-//! The end-to-end benchmark of TESTING.md (Benchmark), B1–B12 (B10: issue #14; B12: issue 29).
+//! The end-to-end benchmark of TESTING.md (Benchmark), B1–B13 (B10: issue #14; B12: issue 29;
+//! B13, exec over MCP Streamable HTTP: issue 31).
 //!
 //! `cargo bench --bench bridge` spawns the release binary as `studio-bridge mcp --port P`,
 //! connects in-process fake plugins (tests/support/fake_plugin.rs) that answer at once,
@@ -33,6 +34,8 @@ mod b10;
 mod b11;
 #[path = "bridge/b12.rs"]
 mod b12;
+#[path = "bridge/b13.rs"]
+mod b13;
 #[path = "bridge/b2.rs"]
 mod b2;
 #[path = "bridge/b3.rs"]
@@ -122,6 +125,9 @@ async fn main() -> anyhow::Result<()> {
     }
     if wants("B12") {
         b12::b12(&plan, &mut report)?;
+    }
+    if wants("B13") {
+        b13::b13(&plan, &mut report).await?;
     }
     report.print(quick);
     let path = out_dir.join("bridge.json");

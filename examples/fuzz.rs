@@ -406,6 +406,7 @@ fn peer_seeds() -> Vec<(&'static str, Vec<u8>)> {
                 timeout_ms: 35_000,
                 plugin_timeout_ms: Some(30_000),
                 default_context: Context::Server,
+                operation_id: None,
             }),
         ),
         ("cancel", encode(&PeerOut::Cancel { id: 1 })),

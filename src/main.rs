@@ -75,6 +75,7 @@ fn main() -> ExitCode {
                         policy,
                         sub.get_one::<String>("remote").map(String::as_str),
                         sub.get_one::<std::path::PathBuf>("token-file").map(|p| p.as_path()),
+                        sub.get_one::<std::net::SocketAddr>("http").copied(),
                     )
                     .await,
                 )
@@ -122,13 +123,22 @@ async fn run_mcp(
     policy: Policy,
     remote: Option<&str>,
     token_file: Option<&std::path::Path>,
+    http: Option<std::net::SocketAddr>,
 ) -> anyhow::Result<()> {
-    let mode = match remote {
-        Some(addr) => Mode::Remote {
-            addr: addr.to_owned(),
-            token: remote_token(token_file, options.port)?,
-        },
-        None => Mode::Auto,
+    let (mode, token) = match remote {
+        Some(addr) => {
+            let token = remote_token(token_file, options.port)?;
+            let source = mcp::http::TokenSource::Fixed(token.clone());
+            let mode = Mode::Remote {
+                addr: addr.to_owned(),
+                token,
+            };
+            (mode, source)
+        }
+        None => (
+            Mode::Auto,
+            mcp::http::TokenSource::File(studio_bridge::bridge::token::token_path(options.port)),
+        ),
     };
     let running = bridge::start(options.bridge_options(mode)).await?;
     if running.is_host() {
@@ -138,9 +148,32 @@ async fn run_mcp(
     }
     // The MCP client closing stdin ends us, host or not; so does SIGTERM. Either way a
     // host hands over to its peers at once.
-    let served = tokio::select! {
-        served = mcp::serve_stdio(running.bridge.clone(), options.limits(), policy, options.sourcemap()) => served,
-        () = shutdown_signal() => Ok(()),
+    let served = match http {
+        // Over HTTP until SIGTERM or Ctrl-C; clients come and go.
+        Some(addr) => {
+            let stop = tokio_util::sync::CancellationToken::new();
+            let serving = mcp::http::serve_http(
+                running.bridge.clone(),
+                options.limits(),
+                policy,
+                options.sourcemap(),
+                addr,
+                token,
+                stop.clone(),
+            );
+            tokio::pin!(serving);
+            tokio::select! {
+                served = &mut serving => served,
+                () = shutdown_signal() => {
+                    stop.cancel();
+                    serving.await
+                }
+            }
+        }
+        None => tokio::select! {
+            served = mcp::serve_stdio(running.bridge.clone(), options.limits(), policy, options.sourcemap()) => served,
+            () = shutdown_signal() => Ok(()),
+        },
     };
     running.shutdown().await;
     served

@@ -407,12 +407,12 @@ proptest! {
     ) {
         let (bytes, expected) = match kind {
             0 => (
-                encode(&PeerOut::Call { id, target: &target, action: &action, args: &args, timeout_ms, plugin_timeout_ms, default_context }),
+                encode(&PeerOut::Call { id, target: &target, action: &action, args: &args, timeout_ms, plugin_timeout_ms, default_context, operation_id: None }),
                 PeerRequest::Call {
                     id, target: target.clone(), action: action.clone(),
                     // An absent or nil `args` is an empty map.
                     args: if args.is_nil() { Msgpack::Map(Vec::new()) } else { args.clone() },
-                    timeout_ms, plugin_timeout_ms, default_context,
+                    timeout_ms, plugin_timeout_ms, default_context, operation_id: None,
                 },
             ),
             1 => (encode(&PeerOut::Cancel { id }), PeerRequest::Cancel { id }),

@@ -97,6 +97,41 @@ impl Inspector {
     }
 }
 
+impl Inspector {
+    /// Runs `inspector --cli --format json --transport http --server-url <url> --header
+    /// "Authorization: Bearer <token>" <inspector_args…>`.
+    async fn run_http(&self, url: &str, token: &str, inspector_args: &[&str]) -> Run {
+        let mut command = Command::new(&self.node);
+        let node_bin = self.node.parent().expect("node's bin dir").to_path_buf();
+        let path = std::env::join_paths(
+            std::iter::once(node_bin).chain(std::env::var_os("PATH").iter().flat_map(std::env::split_paths)),
+        )
+        .expect("PATH");
+        command
+            .arg(&self.cli)
+            .args(["--cli", "--format", "json", "--transport", "http", "--server-url", url])
+            .args(["--header", &format!("Authorization: Bearer {token}")])
+            .args(inspector_args)
+            .env("PATH", path)
+            .stdin(Stdio::null())
+            .kill_on_drop(true);
+        let what = format!("inspector --transport http {}", inspector_args.join(" "));
+        let output: Output = tokio::time::timeout(RUN_TIMEOUT, command.output())
+            .await
+            .unwrap_or_else(|_| panic!("{what}: no answer within {RUN_TIMEOUT:?}"))
+            .unwrap_or_else(|e| panic!("{what}: cannot run {}: {e}", self.node.display()));
+        let run = Run {
+            what,
+            code: output.status.code(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        };
+        let shown: String = run.stdout.trim().chars().take(240).collect();
+        eprintln!("{}: exit {:?}: {shown}", run.what, run.code);
+        run
+    }
+}
+
 /// `-e KEY=VALUE` for the server: the TypeScript SDK gives a stdio server only a few
 /// variables (HOME, PATH, …), so the ones that place the bridge's token file (shared
 /// with `serve`, which inherits ours) are passed on explicitly.
@@ -295,4 +330,166 @@ async fn the_mcp_inspector_accepts_our_tools_and_results() {
 
     plugin.stop().await;
     serve.kill().await.expect("stop studio-bridge serve");
+}
+
+#[tokio::test]
+async fn the_mcp_inspector_lists_and_reads_our_resources() {
+    let Some(inspector) = Inspector::locate() else {
+        support::missing_tool("the MCP Inspector is not installed (.ci/run installs it and Node 22 from npm)");
+        return;
+    };
+    let list = inspector.run(free_port(), &["--method", "resources/list"]).await;
+    assert_eq!(list.code, Some(0), "{list}");
+    let uris: Vec<String> = list.result()["resources"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no resources:\n{list}"))
+        .iter()
+        .filter_map(|r| r["uri"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(uris, ["studio://guide", "studio://sessions"], "{list}");
+
+    let templates = inspector
+        .run(free_port(), &["--method", "resources/templates/list"])
+        .await;
+    assert_eq!(templates.code, Some(0), "{templates}");
+    assert_eq!(
+        templates.result()["resourceTemplates"][0]["uriTemplate"],
+        "studio://logs/{sessionId}",
+        "{templates}"
+    );
+
+    let guide = inspector
+        .run(free_port(), &["--method", "resources/read", "--uri", "studio://guide"])
+        .await;
+    assert_eq!(guide.code, Some(0), "{guide}");
+    let contents = &guide.result()["contents"][0];
+    assert_eq!(contents["mimeType"], "text/markdown", "{guide}");
+    assert!(
+        contents["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("## Writes and undo"),
+        "{guide}"
+    );
+}
+
+#[tokio::test]
+async fn the_mcp_inspector_drives_every_tool_and_a_result_page_over_http() {
+    use support::fake_plugin::{Reply, handler, value_map};
+    let Some(inspector) = Inspector::locate() else {
+        support::missing_tool("the MCP Inspector is not installed (.ci/run installs it and Node 22 from npm)");
+        return;
+    };
+    let (port, http) = (free_port(), free_port());
+    let mut server = Command::new(binary())
+        .args([
+            "mcp",
+            "--port",
+            &port.to_string(),
+            "--no-install-plugin",
+            "--allow-unpaired",
+        ])
+        .args(["--max-result-kib", "16", "--http", &format!("127.0.0.1:{http}")])
+        .env("STUDIO_BRIDGE_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn studio-bridge mcp --http");
+    let token_file = studio_bridge::bridge::token::token_path(port);
+    support::wait_for("the token file", Duration::from_secs(30), || token_file.exists()).await;
+    let token = std::fs::read_to_string(&token_file).unwrap().trim().to_owned();
+    let url = format!("http://127.0.0.1:{http}/mcp");
+    let studio = studio_like();
+    let _plugin = FakePlugin::connect(
+        port,
+        Identity::edit("A"),
+        handler(move |action, args| match action {
+            "find" => Reply::Ok(value_map(vec![(
+                "matches",
+                rmpv::Value::Array(
+                    (0..2000)
+                        .map(|i| {
+                            value_map(vec![
+                                ("path", format!("game.Workspace.Part{i}").into()),
+                                ("className", "Part".into()),
+                            ])
+                        })
+                        .collect(),
+                ),
+            )])),
+            other => studio(other, args),
+        }),
+    )
+    .await;
+    // The server may still be starting its HTTP listener: the first list waits for it.
+    let mut list = inspector.run_http(&url, &token, &["--method", "tools/list"]).await;
+    for _ in 0..20 {
+        if list.code == Some(0) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        list = inspector.run_http(&url, &token, &["--method", "tools/list"]).await;
+    }
+    let tools = list.result();
+    let names: Vec<&str> = tools["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tools:\n{list}"))
+        .iter()
+        .filter_map(|tool| tool["name"].as_str())
+        .collect();
+    assert_eq!(names, TOOLS, "every tool over HTTP:\n{list}");
+
+    for (tool, args) in [
+        ("studio_state", vec![]),
+        ("studio_exec", vec!["--tool-arg", "script=return 1"]),
+        (
+            "studio_api",
+            vec!["--tool-arg", "class=Part", "--tool-arg", "member=Color"],
+        ),
+    ] {
+        let mut inspector_args = vec!["--method", "tools/call", "--tool-name", tool];
+        inspector_args.extend(args);
+        let call = inspector.run_http(&url, &token, &inspector_args).await;
+        call.assert_no_validation_complaint();
+        assert_eq!(call.code, Some(0), "{call}");
+        assert_ne!(call.result()["isError"], true, "{call}");
+    }
+
+    // A cut result links to its rest; the same server serves its pages.
+    let find = inspector
+        .run_http(
+            &url,
+            &token,
+            &[
+                "--method",
+                "tools/call",
+                "--tool-name",
+                "studio_find",
+                "--tool-arg",
+                "className=Part",
+            ],
+        )
+        .await;
+    find.assert_no_validation_complaint();
+    let result = find.result();
+    assert_eq!(result["structuredContent"]["truncated"], true, "{find}");
+    let link = result["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "resource_link")
+        .unwrap_or_else(|| panic!("a resource_link:\n{find}"));
+    let uri = format!("{}?page=1", link["uri"].as_str().unwrap());
+    let page = inspector
+        .run_http(&url, &token, &["--method", "resources/read", "--uri", &uri])
+        .await;
+    assert_eq!(page.code, Some(0), "{page}");
+    let contents = &page.result()["contents"][0];
+    let kept = result["structuredContent"]["matches"].as_array().unwrap().len();
+    assert_eq!(contents["_meta"]["from"], kept, "{page}");
+    let entries: Json = serde_json::from_str(contents["text"].as_str().unwrap()).unwrap();
+    assert_eq!(entries[0]["path"], format!("game.Workspace.Part{kept}"), "{page}");
+
+    server.kill().await.expect("stop mcp --http");
 }

@@ -63,6 +63,9 @@ pub struct Call {
     pub timeout: Duration,
     /// The `timeoutMs` the plugin is given, if shorter than what is left of the deadline.
     pub plugin_timeout: Option<Duration>,
+    /// A write's id, chosen by its caller before sending, so that the caller can name it
+    /// whatever becomes of the call: the plugin keeps the outcome under it for `state`.
+    pub operation_id: Option<String>,
 }
 
 /// A plugin's answer to a call, and the session that gave it.

@@ -256,6 +256,7 @@ impl PeerLink {
                     .plugin_timeout
                     .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
                 default_context: call.default_context,
+                operation_id: call.operation_id.as_deref(),
             })
         })?;
         tokio::select! {

@@ -246,6 +246,7 @@ fn handle(request: PeerRequest, registry: &Arc<Registry>, outbound: &Outbox, inf
             timeout_ms,
             plugin_timeout_ms,
             default_context,
+            operation_id,
         } => {
             let Some(cancel) = open(inflight, id, outbound) else {
                 return;
@@ -257,6 +258,7 @@ fn handle(request: PeerRequest, registry: &Arc<Registry>, outbound: &Outbox, inf
                 default_context,
                 timeout: std::time::Duration::from_millis(timeout_ms),
                 plugin_timeout: plugin_timeout_ms.map(std::time::Duration::from_millis),
+                operation_id,
             };
             let (progress_tx, mut progress_rx) = mpsc::channel::<Progress>(PROGRESS_QUEUE);
             let progress_out = outbound.clone();

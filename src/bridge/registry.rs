@@ -22,6 +22,10 @@ use super::{Call, CallHooks, Reply, SessionEvent};
 use crate::protocol::messages::{Hello, HostMessage};
 use crate::protocol::{Context, ErrorCode, Ran, ToolError};
 
+/// The event published on the host's bus whenever the session list changes (a plugin
+/// connected, reconnected, went away or was removed); `data.sessions` is the new count.
+pub const SESSIONS_EVENT: &str = "sessions";
+
 /// How long a dropped session stays `reconnecting` before it is removed.
 pub const RECONNECT_GRACE: Duration = Duration::from_secs(10);
 /// How long after becoming host a call that finds no sessions waits for a first `hello`.
@@ -90,8 +94,16 @@ impl Registry {
         })
     }
 
+    /// The session list changed: wakes the calls waiting for a session, and tells
+    /// subscribers to `sessions` events (the MCP resource `studio://sessions`, here or
+    /// through a peer) to read it again.
     fn bump(&self) {
         self.changed.send_modify(|n| *n = n.wrapping_add(1));
+        self.publish_event(SessionEvent {
+            session_id: String::new(),
+            event: SESSIONS_EVENT.to_owned(),
+            data: serde_json::json!({ "sessions": self.session_count() }),
+        });
     }
 
     pub fn session_count(&self) -> usize {
@@ -297,6 +309,7 @@ impl Registry {
             timeout_ms: u64::try_from(plugin_timeout.as_millis()).unwrap_or(u64::MAX),
             session: link.channel.as_deref(),
             defaulted,
+            operation_id: call.operation_id.as_deref(),
         });
         if !sent {
             link.calls.forget(id);
@@ -596,6 +609,7 @@ mod tests {
             default_context: Context::Edit,
             timeout,
             plugin_timeout: None,
+            operation_id: None,
         }
     }
 

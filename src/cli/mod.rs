@@ -168,6 +168,13 @@ pub fn command() -> clap::Command {
                 )
                 .arg(no_install_plugin())
                 .arg(
+                    Arg::new("http")
+                        .long("http")
+                        .value_name("127.0.0.1:PORT")
+                        .value_parser(clap::value_parser!(std::net::SocketAddr))
+                        .help("Serve MCP over Streamable HTTP at http://127.0.0.1:PORT/mcp instead of stdio (loopback only; bearer token required)"),
+                )
+                .arg(
                     Arg::new("token-file")
                         .long("token-file")
                         .value_parser(clap::value_parser!(PathBuf))

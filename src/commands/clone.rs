@@ -39,7 +39,7 @@ impl Command for Clone {
     type Result = CloneResult;
     const SPEC: Spec = Spec {
         name: "clone",
-        description: "Copy an instance under a parent, count times, in one undo step.",
+        description: "Copy an instance under a parent, count times.",
         needs_session: true,
         default_context: Context::Edit,
         timeout: Duration::from_secs(10),

@@ -71,7 +71,7 @@ impl Command for Create {
     type Result = CreateResult;
     const SPEC: Spec = Spec {
         name: "create",
-        description: "Create instances, all or nothing, in one undo step.",
+        description: "Create instances, all or nothing.",
         needs_session: true,
         default_context: Context::Edit,
         timeout: Duration::from_secs(10),

@@ -29,7 +29,7 @@ impl Command for Delete {
     type Result = DeleteResult;
     const SPEC: Spec = Spec {
         name: "delete",
-        description: "Delete instances by path, all or nothing, in one undo step.",
+        description: "Delete instances by path, all or nothing.",
         needs_session: true,
         default_context: Context::Edit,
         timeout: Duration::from_secs(10),

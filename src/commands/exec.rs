@@ -114,7 +114,7 @@ impl Command for Exec {
     type Result = ExecResult;
     const SPEC: Spec = Spec {
         name: "exec",
-        description: "Run Luau in Studio: returns, output, errors with lines; server in Play.",
+        description: "Run Luau in Studio: returns, output, errors with lines.",
         needs_session: true,
         default_context: Context::Server,
         timeout: Duration::from_secs(125),

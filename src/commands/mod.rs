@@ -113,6 +113,27 @@ impl Spec {
 pub struct Output {
     pub body: Body,
     pub image: Option<Vec<u8>>,
+    /// The whole result, when the bound cut it: what the MCP adapter pages for the
+    /// agent to fetch (`studio://results/{id}`). None for a result within the bound.
+    pub whole: Option<Whole>,
+}
+
+/// A result as it was before the bound cut it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Whole {
+    Json(Json),
+    /// A plugin's result as it came (decoded only if the agent asks for the rest).
+    Plugin(RawValue),
+}
+
+impl Whole {
+    /// The whole result as a JSON tree (sessionId/context are not in it).
+    pub fn value(&self) -> Json {
+        match self {
+            Whole::Json(json) => json.clone(),
+            Whole::Plugin(raw) => raw.decode().map(value::into_json).unwrap_or(Json::Null),
+        }
+    }
 }
 
 /// A result's JSON, in the form that costs least to hand on.
@@ -134,6 +155,7 @@ impl Output {
         Output {
             body: Body::Json(json),
             image: None,
+            whole: None,
         }
     }
 
@@ -142,6 +164,7 @@ impl Output {
         Output {
             body: Body::Plugin(result),
             image: None,
+            whole: None,
         }
     }
 
@@ -185,6 +208,8 @@ pub struct Invocation {
     /// The session that answered the last plugin call, for the result's
     /// `sessionId`/`context`.
     ran: Mutex<Option<Ran>>,
+    /// A write's id, sent with its plugin calls (`state {operationId}` asks after it).
+    operation_id: Option<String>,
 }
 
 impl Invocation {
@@ -220,6 +245,7 @@ impl Invocation {
             default_context: spec.default_context,
             timeout,
             plugin_timeout,
+            operation_id: self.operation_id.clone(),
         };
         let reply = self.bridge.call(call, self.hooks.clone()).await?;
         if let Some(ran) = reply.ran {
@@ -356,6 +382,12 @@ impl<C: Command> DynCommand for Erased<C> {
                 }
             }
             let typed: C::Args = parse_args(C::SPEC.name, args)?;
+            // A call that only reads (`selection` without `set`) is no write, whatever
+            // the command's kind.
+            let reads_only =
+                C::capabilities(&typed).union(C::SPEC.capabilities) == Capabilities::of(&[Capability::Read]);
+            let kind = if reads_only { Kind::Read } else { C::SPEC.kind };
+            let operation_id = (kind != Kind::Read).then(|| uuid::Uuid::new_v4().simple().to_string());
             let cx = Invocation {
                 bridge: parts.bridge,
                 target,
@@ -364,15 +396,11 @@ impl<C: Command> DynCommand for Erased<C> {
                 policy: parts.policy,
                 files: parts.files,
                 ran: Mutex::new(None),
+                operation_id,
             };
-            // A call that only reads (`selection` without `set`) is no write, whatever
-            // the command's kind.
-            let reads_only =
-                C::capabilities(&typed).union(C::SPEC.capabilities) == Capabilities::of(&[Capability::Read]);
-            let kind = if reads_only { Kind::Read } else { C::SPEC.kind };
             let mut output = C::run(typed, &cx)
                 .await
-                .map_err(|error| may_have_written(C::SPEC.name, kind, error))?;
+                .map_err(|error| may_have_written(C::SPEC.name, kind, cx.operation_id.as_deref(), error))?;
             annotate::<C>(&mut output, &cx).await?;
             let ran = cx.ran.lock().unwrap_or_else(|p| p.into_inner()).take();
             // Where it ran, and, for a plugin that cut its own result (query's budget),
@@ -396,20 +424,28 @@ impl<C: Command> DynCommand for Erased<C> {
             output.body = match output.body {
                 Body::Json(mut json) => {
                     top.apply(&mut json);
-                    Body::Json(bound::bound(json, limit, hint))
+                    let (kept, whole) = bound::bound_keeping_whole(json, limit, hint);
+                    output.whole = whole.map(Whole::Json);
+                    Body::Json(kept)
                 }
                 // Written with its quoted form for the text block, in one pass; a large
-                // result off the async thread.
+                // result off the async thread. The raw result is kept (not decoded) when
+                // it was cut, for its rest.
                 Body::Plugin(raw) => {
                     let off_thread = raw.len() > OFF_THREAD_BYTES;
-                    let convert = move || bound::bound_raw_quoted(&raw, &top, limit, hint);
-                    let (text, quoted) = if off_thread {
+                    let convert = move || {
+                        let (text, quoted) = bound::bound_raw_quoted(&raw, &top, limit, hint);
+                        let whole = bound::was_cut(&text).then_some(raw);
+                        (text, quoted, whole)
+                    };
+                    let (text, quoted, whole) = if off_thread {
                         tokio::task::spawn_blocking(convert)
                             .await
                             .map_err(|e| bad_result(C::SPEC.name, &format!("its result could not be converted: {e}")))?
                     } else {
                         convert()
                     };
+                    output.whole = whole.map(Whole::Plugin);
                     Body::Quoted { text, quoted }
                 }
                 quoted @ Body::Quoted { .. } => quoted,
@@ -570,9 +606,10 @@ pub const MAY_HAVE_WRITTEN: &str = "may have completed in Studio before this fai
 /// `error` for a call of `kind`: a write (Write or Destructive) that timed out, was
 /// cancelled, or lost its session or host says it may have completed, unless the error
 /// says the call was never delivered (`details.delivered: false`, set where nothing was
-/// sent). The one place this wording is added, for the MCP tools, the CLI and the
-/// terminal alike (a peer's call gets it from its own invoke, never from the host).
-fn may_have_written(command: &str, kind: Kind, mut error: ToolError) -> ToolError {
+/// sent), and names its `operationId` (in `details`) for `state` to ask after. The one
+/// place this is added, for the MCP tools, the CLI and the terminal alike (a peer's call
+/// gets it from its own invoke, never from the host).
+fn may_have_written(command: &str, kind: Kind, operation_id: Option<&str>, mut error: ToolError) -> ToolError {
     let after_sending = matches!(
         error.code,
         ErrorCode::Timeout | ErrorCode::Cancelled | ErrorCode::SessionLost | ErrorCode::HostLost
@@ -580,6 +617,18 @@ fn may_have_written(command: &str, kind: Kind, mut error: ToolError) -> ToolErro
     let undelivered = error.details.as_ref().and_then(|d| d.get("delivered")) == Some(&Json::Bool(false));
     if kind != Kind::Read && after_sending && !undelivered {
         error.message = format!("{} This write (`{command}`) {MAY_HAVE_WRITTEN}", error.message);
+        if let Some(id) = operation_id {
+            error.message = format!(
+                "{} Its outcome, once Studio knows it: studio_state with operationId {id:?} (same session).",
+                error.message
+            );
+            match &mut error.details {
+                Some(Json::Object(details)) => {
+                    details.insert("operationId".into(), Json::String(id.to_owned()));
+                }
+                _ => error.details = Some(serde_json::json!({ "operationId": id })),
+            }
+        }
     }
     error
 }
@@ -882,7 +931,7 @@ mod tests {
             ErrorCode::HostLost,
         ] {
             for kind in [Kind::Write, Kind::Destructive] {
-                let error = may_have_written("delete", kind, ToolError::new(code, "m."));
+                let error = may_have_written("delete", kind, Some("op1"), ToolError::new(code, "m."));
                 assert!(
                     error.message.contains(MAY_HAVE_WRITTEN),
                     "{code} {kind:?}: {}",
@@ -893,14 +942,21 @@ mod tests {
                     "{}",
                     error.message
                 );
+                assert_eq!(error.details.as_ref().unwrap()["operationId"], "op1");
             }
-            let read = may_have_written("query", Kind::Read, ToolError::new(code, "m."));
+            let read = may_have_written("query", Kind::Read, None, ToolError::new(code, "m."));
             assert_eq!(read.message, "m.");
         }
         let undelivered = lost().with_details(serde_json::json!({"delivered": false}));
-        assert_eq!(may_have_written("delete", Kind::Write, undelivered).message, "lost.");
+        assert_eq!(
+            may_have_written("delete", Kind::Write, Some("op1"), undelivered).message,
+            "lost."
+        );
         let other = ToolError::new(ErrorCode::NotFound, "gone.");
-        assert_eq!(may_have_written("delete", Kind::Write, other).message, "gone.");
+        assert_eq!(
+            may_have_written("delete", Kind::Write, Some("op1"), other).message,
+            "gone."
+        );
     }
 
     #[test]

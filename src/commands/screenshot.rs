@@ -126,6 +126,7 @@ impl Command for Screenshot {
         Ok(Output {
             body: Body::Json(body),
             image: Some(png),
+            whole: None,
         })
     }
 }

@@ -91,7 +91,7 @@ impl Command for ScriptEdit {
     type Result = ScriptEditResult;
     const SPEC: Spec = Spec {
         name: "script_edit",
-        description: "Edit script source in one undo step.",
+        description: "Edit script source: whole, line ranges, or find/replace.",
         needs_session: true,
         default_context: Context::Edit,
         timeout: Duration::from_secs(10),

@@ -1,4 +1,6 @@
-//! `state`: the Studio session's real run state.
+//! `state`: the Studio session's real run state; with `operationId`, what became of a
+//! write whose answer never came (it timed out, was cancelled or lost its host): the
+//! plugin keeps the last outcomes of writes under the id their caller gave them.
 
 use std::time::Duration;
 
@@ -9,17 +11,58 @@ use super::{Command, Invocation, Kind, Output, Spec};
 use crate::protocol::{Context, ToolError};
 
 #[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct StateArgs {}
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct StateArgs {
+    // A write error's details.operationId: answers that write's outcome instead (the
+    // guide and the tool's description say so; no description here, for the catalogue).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation_id: Option<String>,
+}
 
+/// The run state, or with `operationId` only `operation`.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StateResult {
     /// Edit, Play, Run, Paused, Server or Client, read from RunService at call time.
-    pub state: String,
-    pub place_name: String,
-    pub place_id: i64,
-    pub game_id: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub place_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub place_id: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub game_id: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation: Option<Operation>,
+}
+
+/// What the plugin knows of one write.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct Operation {
+    pub id: String,
+    /// The write's command; absent when the id is unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    pub status: OperationStatus,
+    /// The write's result, when it is done (its command's result object).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
+    pub result: Option<serde_json::Value>,
+    /// The write's error, when it failed (`{code, message, details?}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
+    pub error: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum OperationStatus {
+    Running,
+    Done,
+    Failed,
+    Cancelled,
+    /// Not among the outcomes this session's plugin keeps (never seen, or too old).
+    Unknown,
 }
 
 pub struct State;
@@ -29,7 +72,7 @@ impl Command for State {
     type Result = StateResult;
     const SPEC: Spec = Spec {
         name: "state",
-        description: "Run state (Edit, Play, Run…), place name and ids.",
+        description: "Run state (Edit, Play, Run…), place name and ids; or a write's outcome by operationId.",
         needs_session: true,
         default_context: Context::Edit,
         timeout: Duration::from_secs(5),

@@ -68,7 +68,7 @@ impl Command for Undo {
     type Result = StepsResult;
     const SPEC: Spec = Spec {
         name: "undo",
-        description: "Undo the last Studio change history steps (each write here is one step).",
+        description: "Undo the last Studio change history steps.",
         needs_session: true,
         default_context: Context::Edit,
         timeout: Duration::from_secs(5),

@@ -6,8 +6,11 @@
 //! the agent sees). It holds no command-specific logic.
 
 mod backlog;
+pub mod http;
 pub mod policy;
 mod reader;
+pub mod resources;
+pub mod results;
 mod splice;
 pub mod transport;
 
@@ -17,8 +20,10 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult, Implementation,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities,
-    ServerConfig, Tool, ToolAnnotations,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ProgressToken, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    ResourceContents, ServerCapabilities, ServerConfig, SubscribeRequestParams, Tool, ToolAnnotations,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
@@ -34,7 +39,9 @@ use splice::Splicer;
 
 const TOOL_PREFIX: &str = "studio_";
 
-const INSTRUCTIONS: &str = "studio-bridge connects you to running Roblox Studio sessions. Call studio_sessions first. Each Studio is an instance (instanceId) of one or more sessions (sessionId), one per DataModel: edit, plus server and client during Play. Tools act on the only Studio open; with several, pass sessionId or instanceId, or set a default with studio_target. context (edit, server, client) picks the DataModel within an instance; omitted, exec runs on the server during Play and everything else in edit. Every result says where it ran (sessionId, context). Tool errors carry a stable code and say what to do next.";
+/// Short on purpose: what spans tools (sessions, contexts, paths, writes and undo,
+/// playtests) is the guide's, [`resources::GUIDE`], read once when needed.
+const INSTRUCTIONS: &str = "studio-bridge connects you to running Roblox Studio sessions. Call studio_sessions first. Read the resource studio://guide for how sessions, contexts (edit, server, client), paths, writes and undo, and playtests work. Tool errors carry a stable code and say what to do next.";
 
 /// One MCP connection: its own default target, shared bridge, and the user's policy.
 pub struct McpServer {
@@ -45,29 +52,138 @@ pub struct McpServer {
     tools: Arc<Vec<Tool>>,
     policy: Arc<Policy>,
     report: Arc<ActivePolicy>,
-    /// Large results' text, prepared for the writer under the transport.
-    splicer: Arc<Splicer>,
+    /// Large results' text, prepared for the writer under the transport (stdio); none
+    /// over HTTP, whose transport writes the result as rmcp serializes it.
+    splicer: Option<Arc<Splicer>>,
+    /// This connection's resource subscriptions.
+    subscriptions: Arc<resources::Subscriptions>,
+    /// The rest of cut results, shared by the process's connections.
+    results: Arc<results::ResultStore>,
     /// This process's sourcemap: each `mcp` annotates results with its own.
     files: Arc<Watched>,
 }
 
-impl McpServer {
-    fn new(bridge: Bridge, limits: Limits, policy: Policy, splicer: Arc<Splicer>, files: Arc<Watched>) -> McpServer {
+/// What every MCP connection of the process shares: the bridge, the limits, the policy
+/// and the tools it offers, the kept rest of cut results.
+#[derive(Clone)]
+pub(crate) struct Shared {
+    bridge: Bridge,
+    limits: Limits,
+    tools: Arc<Vec<Tool>>,
+    policy: Arc<Policy>,
+    report: Arc<ActivePolicy>,
+    splicer: Option<Arc<Splicer>>,
+    results: Arc<results::ResultStore>,
+    files: Arc<Watched>,
+}
+
+impl Shared {
+    fn new(
+        bridge: Bridge,
+        limits: Limits,
+        policy: Policy,
+        splicer: Option<Arc<Splicer>>,
+        files: Arc<Watched>,
+    ) -> Shared {
         let tools = commands::ALL
             .iter()
             .filter(|c| policy.lists(**c))
             .map(|c| tool_for(*c))
             .collect();
-        McpServer {
+        Shared {
             bridge,
             limits,
-            defaults: Arc::new(Mutex::new(Target::default())),
             tools: Arc::new(tools),
             report: Arc::new(policy.report()),
             policy: Arc::new(policy),
             splicer,
+            results: results::ResultStore::new(limits.max_result_bytes / 5 * 2),
             files,
         }
+    }
+
+    /// One MCP connection: its own default target and subscriptions.
+    fn connection(&self) -> McpServer {
+        McpServer {
+            bridge: self.bridge.clone(),
+            limits: self.limits,
+            defaults: Arc::new(Mutex::new(Target::default())),
+            tools: Arc::clone(&self.tools),
+            policy: Arc::clone(&self.policy),
+            report: Arc::clone(&self.report),
+            splicer: self.splicer.clone(),
+            subscriptions: resources::Subscriptions::new(),
+            results: Arc::clone(&self.results),
+            files: Arc::clone(&self.files),
+        }
+    }
+}
+
+impl McpServer {
+    /// The parts a command's invocation needs, for a call on this connection.
+    fn parts(&self, hooks: CallHooks) -> InvocationParts {
+        InvocationParts {
+            bridge: self.bridge.clone(),
+            hooks,
+            defaults: Arc::clone(&self.defaults),
+            target: Target::default(),
+            policy: Some(Arc::clone(&self.report)),
+            files: Some(Arc::clone(&self.files)),
+        }
+    }
+
+    /// A resource that mirrors a command (`studio://sessions`, `studio://logs/{id}`): the
+    /// command's result as JSON text, under the same policy as its tool.
+    async fn command_resource(
+        &self,
+        uri: &str,
+        name: &str,
+        args: serde_json::Map<String, Json>,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> Result<ReadResourceResult, McpError> {
+        let command = commands::find(name).ok_or_else(|| resources::not_found(uri))?;
+        let outcome = match self.policy.check(command, &args) {
+            Ok(()) => {
+                let hooks = CallHooks { progress: None, cancel };
+                command.invoke(args, self.parts(hooks), self.limits).await
+            }
+            Err(error) => Err(error),
+        };
+        match outcome {
+            Ok(output) => {
+                let text = match output.body {
+                    Body::Quoted { text, .. } => text,
+                    body => serde_json::to_string(
+                        &Output {
+                            body,
+                            image: None,
+                            whole: None,
+                        }
+                        .value(),
+                    )
+                    .unwrap_or_default(),
+                };
+                Ok(ReadResourceResult::new(vec![
+                    ResourceContents::text(text, uri).with_mime_type("application/json"),
+                ]))
+            }
+            Err(error) => Err(resource_error(uri, &error)),
+        }
+    }
+}
+
+/// A command's error as the answer to a `resources/read`: a JSON-RPC error whose message
+/// is the tool error's (what to do next) and whose data is the tool error's JSON.
+fn resource_error(uri: &str, error: &ToolError) -> McpError {
+    use crate::protocol::ErrorCode;
+    let message = format!("{uri}: {}", error.message);
+    let data = Some(error.to_json());
+    match error.code {
+        ErrorCode::NoSessions | ErrorCode::SessionNotFound | ErrorCode::NotFound => {
+            McpError::resource_not_found(message, data)
+        }
+        ErrorCode::InvalidArgs | ErrorCode::PermissionDenied => McpError::invalid_params(message, data),
+        _ => McpError::internal_error(message, data),
     }
 }
 
@@ -102,29 +218,56 @@ fn tool_for(command: &dyn DynCommand) -> Tool {
 
 /// The tool result for a command's output: the complete JSON as text (some clients
 /// show the model only the text) and as structured content, plus an image block for
-/// images. A plugin's result without an image is spliced in as the line is written (see
-/// [`splice`]), with its quoted form already written.
-async fn success_result(output: Output, splicer: &Arc<Splicer>) -> CallToolResult {
+/// images, and for a result the bound cut a `resource_link` to its rest. A plugin's
+/// result without an image is spliced in as the line is written (see [`splice`]), with
+/// its quoted form already written.
+async fn success_result(
+    output: Output,
+    splicer: Option<&Arc<Splicer>>,
+    results: &Arc<results::ResultStore>,
+) -> CallToolResult {
+    let link = |whole, text: &str| {
+        let uri = results.keep(whole, text.to_owned());
+        ContentBlock::resource_link(
+            rmcp::model::Resource::new(uri, "rest of the result")
+                .with_description("What the bound cut, in pages: read ?page=1, ?page=2, … (kept 10 minutes).")
+                .with_mime_type("application/json"),
+        )
+    };
     let (text, structured) = match output.body {
-        Body::Quoted { text, quoted } if output.image.is_none() => return splicer.result(text, quoted),
-        Body::Quoted { text, .. } => {
-            let structured = serde_json::from_str(&text).unwrap_or(Json::Null);
-            (text, structured)
-        }
+        Body::Quoted { text, quoted } => match splicer.filter(|_| output.image.is_none()) {
+            Some(splicer) => {
+                let rest = output.whole.map(|whole| link(whole, &text));
+                let mut result = splicer.result(text, quoted);
+                result.content.extend(rest);
+                return result;
+            }
+            None => {
+                let structured = serde_json::from_str(&text).unwrap_or(Json::Null);
+                (text, structured)
+            }
+        },
         // `serde_json::to_string` writes straight into a buffer; `Value::to_string` goes
         // through `fmt` a fragment at a time, which is several times slower on a large
         // result.
         Body::Json(json) => (serde_json::to_string(&json).unwrap_or_default(), json),
         body @ Body::Plugin(_) => {
-            let json = Output { body, image: None }.value();
+            let json = Output {
+                body,
+                image: None,
+                whole: None,
+            }
+            .value();
             (serde_json::to_string(&json).unwrap_or_default(), json)
         }
     };
-    let mut content = Vec::with_capacity(2);
+    let mut content = Vec::with_capacity(3);
     if let Some(png) = &output.image {
         content.push(ContentBlock::image(BASE64.encode(png), "image/png"));
     }
+    let rest = output.whole.map(|whole| link(whole, &text));
     content.push(ContentBlock::text(text));
+    content.extend(rest);
     let mut result = CallToolResult::success(content);
     result.structured_content = Some(structured);
     result
@@ -141,7 +284,12 @@ pub fn error_result(error: &ToolError) -> CallToolResult {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let capabilities = ServerCapabilities::builder()
+            .enable_resources()
+            .enable_resources_subscribe()
+            .enable_tools()
+            .build();
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("studio-bridge", SERVER_VERSION))
             .with_instructions(INSTRUCTIONS)
     }
@@ -182,30 +330,102 @@ impl ServerHandler for McpServer {
             }
             None => (None, None),
         };
-        let parts = InvocationParts {
-            bridge: self.bridge.clone(),
-            hooks: CallHooks {
-                progress: sender,
-                cancel: context.ct.clone(),
-            },
-            defaults: Arc::clone(&self.defaults),
-            target: Target::default(),
-            policy: Some(Arc::clone(&self.report)),
-            files: Some(Arc::clone(&self.files)),
-        };
+        let parts = self.parts(CallHooks {
+            progress: sender,
+            cancel: context.ct.clone(),
+        });
         let invoke = command.invoke(args, parts, self.limits);
         let outcome = match progress {
             Some((token, updates)) => forwarding_progress(invoke, token, updates, &context.peer).await,
             None => invoke.await,
         };
         let result = match outcome {
-            Ok(output) => success_result(output, &self.splicer).await,
+            Ok(output) => success_result(output, self.splicer.as_ref(), &self.results).await,
             Err(error) => {
                 tracing::debug!(tool = %request.name, %error, "tool call failed");
                 error_result(&error)
             }
         };
         Ok(result.into())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        Ok(ListResourcesResult::with_all_items(resources::list()))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Ok(ListResourceTemplatesResult::with_all_items(resources::templates()))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let uri = request.uri;
+        let result = match resources::parse(&uri)? {
+            resources::Named::Guide => ReadResourceResult::new(vec![
+                ResourceContents::text(resources::GUIDE, &uri).with_mime_type("text/markdown"),
+            ]),
+            resources::Named::Sessions => {
+                self.command_resource(&uri, "sessions", serde_json::Map::new(), context.ct.clone())
+                    .await?
+            }
+            resources::Named::Logs(session_id) => {
+                let mut args = serde_json::Map::new();
+                args.insert("sessionId".into(), Json::String(session_id));
+                self.command_resource(&uri, "logs", args, context.ct.clone()).await?
+            }
+            resources::Named::Result { id, page } => {
+                let read = self
+                    .results
+                    .page(&id, page)
+                    .await
+                    .map_err(|message| McpError::resource_not_found(message, None))?;
+                let mut meta = serde_json::Map::new();
+                meta.insert("pointer".into(), Json::String(read.page.pointer));
+                meta.insert("from".into(), read.page.from.into());
+                meta.insert("page".into(), read.number.into());
+                meta.insert("pages".into(), read.pages.into());
+                ReadResourceResult::new(vec![
+                    ResourceContents::text(read.page.json, &uri)
+                        .with_mime_type("application/json")
+                        .with_meta(rmcp::model::MetaObject(meta)),
+                ])
+            }
+        };
+        Ok(result.into())
+    }
+
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let named = resources::parse(&request.uri)?;
+        self.subscriptions
+            .subscribe(request.uri, named, &self.bridge, context.peer.clone())
+            .await
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        resources::parse(&request.uri)?;
+        self.subscriptions.unsubscribe(&request.uri);
+        Ok(())
     }
 
     /// rmcp hands a `tools/call` here when it cannot read its params as a call's (and
@@ -309,7 +529,7 @@ async fn forwarding_progress<T>(
 pub async fn serve_stdio(bridge: Bridge, limits: Limits, policy: Policy, files: Arc<Watched>) -> anyhow::Result<()> {
     use rmcp::ServiceExt as _;
     let splicer = Splicer::new();
-    let server = McpServer::new(bridge, limits, policy, Arc::clone(&splicer), files);
+    let server = Shared::new(bridge, limits, policy, Some(Arc::clone(&splicer)), files).connection();
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
     let backlog = backlog::Backlog::new();
     let stdout = backlog::AnswerCounter::new(

@@ -398,6 +398,10 @@ pub enum HostMessage<'a> {
         /// (PROTOCOL.md, Sessions). Absent when false.
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         defaulted: bool,
+        /// A write's `operationId` (its caller chose it): the plugin keeps the request's
+        /// outcome under it for `state {operationId}`. Absent for reads.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        operation_id: Option<&'a str>,
     },
     Cancel {
         id: u64,
@@ -481,6 +485,7 @@ mod tests {
                 timeout_ms: 5,
                 session: Some("s-client"),
                 defaulted: false,
+                operation_id: None,
             },
             Framing::Binary,
         );
@@ -625,6 +630,7 @@ mod tests {
                 timeout_ms: 1000,
                 session: None,
                 defaulted: false,
+                operation_id: None,
             },
             Framing::Binary,
         ) else {

@@ -27,6 +27,8 @@ pub enum PeerRequest {
         /// **As built:** the action's default context from the peer's own command
         /// table, so the host needs no command table of its own (`edit` when absent).
         default_context: Context,
+        /// A write's `operationId`, passed on to the plugin's request.
+        operation_id: Option<String>,
     },
     Cancel {
         id: u64,
@@ -120,6 +122,7 @@ impl PeerRequest {
                     .and_then(into_string)
                     .and_then(|c| Context::parse(&c))
                     .unwrap_or(Context::Edit),
+                operation_id: fields.take("operationId").and_then(into_string),
             },
             "cancel" => PeerRequest::Cancel {
                 id: fields.uint("cancel", "id")?,
@@ -237,6 +240,8 @@ pub enum PeerOut<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         plugin_timeout_ms: Option<u64>,
         default_context: Context,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        operation_id: Option<&'a str>,
     },
     Cancel {
         id: u64,
@@ -335,6 +340,7 @@ mod tests {
             timeout_ms: 6000,
             plugin_timeout_ms: Some(1000),
             default_context: Context::Server,
+            operation_id: Some("op-1"),
         });
         assert_eq!(
             PeerRequest::parse(decode(&bytes)).unwrap(),
@@ -346,6 +352,7 @@ mod tests {
                 timeout_ms: 6000,
                 plugin_timeout_ms: Some(1000),
                 default_context: Context::Server,
+                operation_id: Some("op-1".into()),
             }
         );
     }

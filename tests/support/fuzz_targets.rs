@@ -375,6 +375,7 @@ pub fn peer_request(input: &[u8]) -> Check {
             timeout_ms,
             plugin_timeout_ms,
             default_context,
+            operation_id,
         } => encode(&PeerOut::Call {
             id: *id,
             target,
@@ -383,6 +384,7 @@ pub fn peer_request(input: &[u8]) -> Check {
             timeout_ms: *timeout_ms,
             plugin_timeout_ms: *plugin_timeout_ms,
             default_context: *default_context,
+            operation_id: operation_id.as_deref(),
         }),
         PeerRequest::Cancel { id } => encode(&PeerOut::Cancel { id: *id }),
         PeerRequest::Sessions { id } => encode(&PeerOut::Sessions { id: *id }),

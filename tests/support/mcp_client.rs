@@ -5,22 +5,32 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, ProgressNotificationParam};
+use rmcp::model::{CallToolRequestParams, CallToolResult, ProgressNotificationParam, ResourceUpdatedNotificationParam};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::Value as Json;
 use tokio::process::Command;
 
-/// Records the progress notifications the server sends.
+/// Records the progress and resource-update notifications the server sends.
 #[derive(Clone, Default)]
 pub struct Recorder {
     pub progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+    /// The URIs of `notifications/resources/updated`, in order.
+    pub updated: Arc<Mutex<Vec<String>>>,
 }
 
 impl ClientHandler for Recorder {
     async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
         self.progress.lock().unwrap().push(params);
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.updated.lock().unwrap().push(params.uri);
     }
 }
 
@@ -217,7 +227,7 @@ pub fn error_of(result: &CallToolResult) -> Json {
 
 /// The structured content of a result, checking that its text block carries the same
 /// JSON (some clients show the model only one of the two).
-fn structured(result: &CallToolResult) -> Json {
+pub fn structured(result: &CallToolResult) -> Json {
     let structured = result.structured_content.clone().expect("structuredContent");
     let text = result
         .content

@@ -18,8 +18,10 @@ use serde_json::{Map, Value as Json};
 
 mod json_out;
 mod raw;
+mod rest;
 pub use json_out::quote_json_text;
 pub use raw::{Top, bound_raw_quoted};
+pub use rest::{Page, rest_pages};
 
 /// Deepest nesting of arrays and maps in a result an agent receives: the JSON-RPC line
 /// wraps it in a few more levels, and strict parsers stop at 128.
@@ -32,17 +34,26 @@ const MARKER_ROOM: usize = 512;
 /// type's own objects have fewer fields.
 const MAP_MIN_ENTRIES: usize = 16;
 
-pub fn bound(mut value: Json, limit: usize, hint: &str) -> Json {
+pub fn bound(value: Json, limit: usize, hint: &str) -> Json {
+    bound_keeping_whole(value, limit, hint).0
+}
+
+/// [`bound`], and the whole value when it had to be cut (for [`rest_pages`]); a value
+/// within the bound is not copied.
+pub fn bound_keeping_whole(mut value: Json, limit: usize, hint: &str) -> (Json, Option<Json>) {
+    let deep = has_deeper_than(&value, MAX_RESULT_LEVELS);
+    let whole = deep.then(|| value.clone());
     let flattened = cut_deep(&mut value, MAX_RESULT_LEVELS);
     let mut survey = Survey::of(&value);
     let size = survey.size;
     if size <= limit {
         return if flattened > 0 {
-            mark_with(value, deep_note(flattened))
+            (mark_with(value, deep_note(flattened)), whole)
         } else {
-            value
+            (value, None)
         };
     }
+    let whole = whole.or_else(|| Some(value.clone()));
     let budget = limit.saturating_sub(MARKER_ROOM + hint.len());
     let mut excess = size.saturating_sub(budget);
     let mut cut_off = Vec::new();
@@ -83,7 +94,30 @@ pub fn bound(mut value: Json, limit: usize, hint: &str) -> Json {
         }
         excess = excess.saturating_sub(removed - 3);
     }
-    mark(value, size, hint)
+    (mark(value, size, hint), whole)
+}
+
+/// Whether `value` nests arrays or maps deeper than `max` levels.
+fn has_deeper_than(value: &Json, max: usize) -> bool {
+    fn visit(value: &Json, level: usize, max: usize) -> bool {
+        match value {
+            Json::Array(_) | Json::Object(_) if level > max => true,
+            Json::Array(items) => items.iter().any(|child| visit(child, level + 1, max)),
+            Json::Object(map) => map.values().any(|child| visit(child, level + 1, max)),
+            _ => false,
+        }
+    }
+    visit(value, 1, max)
+}
+
+/// The start of the note a result the bound cut carries as its `truncatedHint`, as it
+/// appears in the result's compact JSON text.
+const CUT_NOTE: &str = "\"truncatedHint\":\"The full result was ";
+
+/// Whether a result's JSON text (written by [`bound_raw_quoted`]) is one the bound cut
+/// for size, as opposed to one within the bound (a plugin may have cut it itself).
+pub fn was_cut(text: &str) -> bool {
+    memchr::memmem::rfind(text.as_bytes(), CUT_NOTE.as_bytes()).is_some()
 }
 
 /// What a cut result says about itself in `truncatedHint`.

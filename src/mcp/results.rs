@@ -1,0 +1,203 @@
+//! The rest of cut results, kept for a while for the agent to fetch in pages.
+//!
+//! A result over the bound reaches the agent cut, with a `resource_link` to
+//! `studio://results/{id}`; its pages (`?page=N`, N from 1) hold what was cut, each JSON
+//! of the cut part's own shape (see `commands::bound::rest_pages`). The pages are worked
+//! out on the blocking pool after the cut result has been answered, so a cut result costs
+//! its caller no more time than before; a read of a page waits for them. What is kept is
+//! bounded: each result for [`KEEP_FOR`], all of them together to [`KEEP_BYTES`], the
+//! oldest dropped first. Shared by every MCP connection of the process.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+
+use crate::commands::Whole;
+use crate::commands::bound::{Page, rest_pages};
+
+/// How long a cut result's rest is kept.
+pub const KEEP_FOR: Duration = Duration::from_secs(10 * 60);
+
+/// The most bytes of pages kept for all cut results together.
+pub const KEEP_BYTES: usize = 64 * 1024 * 1024;
+
+pub const RESULTS_PREFIX: &str = "studio://results/";
+
+/// The pages of one cut result, once worked out.
+type Pages = Arc<Vec<Page>>;
+
+struct Kept {
+    id: String,
+    made: Instant,
+    /// The pages' bytes (an estimate until they are worked out).
+    bytes: usize,
+    pages: watch::Receiver<Option<Pages>>,
+}
+
+pub struct ResultStore {
+    kept: Mutex<VecDeque<Kept>>,
+    /// The most JSON one page holds: a result's share of the bound.
+    page_bytes: usize,
+    keep_bytes: usize,
+}
+
+/// One page as read, with where it belongs.
+pub struct PageRead {
+    pub page: Page,
+    pub number: usize,
+    pub pages: usize,
+}
+
+impl ResultStore {
+    pub fn new(page_bytes: usize) -> Arc<ResultStore> {
+        Arc::new(ResultStore {
+            kept: Mutex::new(VecDeque::new()),
+            page_bytes,
+            keep_bytes: KEEP_BYTES,
+        })
+    }
+
+    /// Keeps the rest of a cut result (`whole`, of which `kept_text` was answered);
+    /// returns its URI.
+    pub fn keep(self: &Arc<Self>, whole: Whole, kept_text: String) -> String {
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        let estimate = match &whole {
+            Whole::Plugin(raw) => raw.len(),
+            Whole::Json(_) => kept_text.len(),
+        };
+        let (sender, receiver) = watch::channel(None);
+        {
+            let mut kept = lock(&self.kept);
+            kept.push_back(Kept {
+                id: id.clone(),
+                made: Instant::now(),
+                bytes: estimate,
+                pages: receiver,
+            });
+            self.evict(&mut kept);
+        }
+        let store = Arc::clone(self);
+        let page_bytes = self.page_bytes;
+        let task_id = id.clone();
+        tokio::task::spawn_blocking(move || {
+            let kept: serde_json::Value = serde_json::from_str(&kept_text).unwrap_or_default();
+            let pages = rest_pages(&whole.value(), &kept, page_bytes);
+            let bytes = pages.iter().map(|p| p.json.len() + p.pointer.len()).sum();
+            store.measured(&task_id, bytes);
+            let _ = sender.send(Some(Arc::new(pages)));
+        });
+        format!("{RESULTS_PREFIX}{id}")
+    }
+
+    /// Records the real size of a result's pages.
+    fn measured(&self, id: &str, bytes: usize) {
+        let mut kept = lock(&self.kept);
+        if let Some(entry) = kept.iter_mut().find(|k| k.id == id) {
+            entry.bytes = bytes;
+        }
+        self.evict(&mut kept);
+    }
+
+    /// Drops what is past its time, then the oldest until the rest fits.
+    fn evict(&self, kept: &mut VecDeque<Kept>) {
+        let now = Instant::now();
+        kept.retain(|k| now.duration_since(k.made) < KEEP_FOR);
+        let mut total: usize = kept.iter().map(|k| k.bytes).sum();
+        while total > self.keep_bytes
+            && let Some(oldest) = kept.pop_front()
+        {
+            total -= oldest.bytes;
+        }
+    }
+
+    /// Page `number` (from 1) of the result `id`, or the error that says why not.
+    pub async fn page(&self, id: &str, number: usize) -> Result<PageRead, String> {
+        let receiver = {
+            let mut kept = lock(&self.kept);
+            self.evict(&mut kept);
+            kept.iter().find(|k| k.id == id).map(|k| k.pages.clone())
+        };
+        let Some(mut receiver) = receiver else {
+            return Err(format!(
+                "{RESULTS_PREFIX}{id} is not kept: a cut result's rest is kept for 10 minutes (64 MiB for all of them, the oldest dropped first), or this id never named one. Call the tool again, narrowed as its truncatedHint says."
+            ));
+        };
+        let pages = receiver
+            .wait_for(Option::is_some)
+            .await
+            .map_err(|_| format!("The rest of {RESULTS_PREFIX}{id} could not be worked out. Call the tool again, narrowed as its truncatedHint says."))?
+            .clone()
+            .unwrap_or_default();
+        if pages.is_empty() {
+            return Err(format!(
+                "{RESULTS_PREFIX}{id} has no pages: nothing of that result was cut after all."
+            ));
+        }
+        match number.checked_sub(1).and_then(|i| pages.get(i)) {
+            Some(page) => Ok(PageRead {
+                page: page.clone(),
+                number,
+                pages: pages.len(),
+            }),
+            None => Err(format!(
+                "{RESULTS_PREFIX}{id} has {} page(s): page {number} does not exist. Read ?page=1 to ?page={}.",
+                pages.len(),
+                pages.len()
+            )),
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn cut(n: usize, limit: usize) -> (Whole, String) {
+        let whole = json!({"matches": (0..n).map(|i| format!("game.Workspace.Part{i}")).collect::<Vec<_>>()});
+        let kept = crate::commands::bound::bound(whole.clone(), limit, "");
+        (Whole::Json(whole), kept.to_string())
+    }
+
+    #[tokio::test]
+    async fn pages_are_read_in_order_and_a_page_past_the_end_says_how_many_there_are() {
+        let store = ResultStore::new(1000);
+        let (whole, kept) = cut(300, 1000);
+        let uri = store.keep(whole, kept);
+        let id = uri.strip_prefix(RESULTS_PREFIX).unwrap();
+        let first = store.page(id, 1).await.unwrap();
+        assert_eq!(first.number, 1);
+        assert!(first.pages > 2);
+        assert_eq!(first.page.pointer, "/matches");
+        let past = store.page(id, first.pages + 1).await.err().unwrap();
+        assert!(past.contains(&format!("has {} page(s)", first.pages)), "{past}");
+        assert!(store.page(id, 0).await.is_err());
+        let unknown = store.page("nope", 1).await.err().unwrap();
+        assert!(unknown.contains("is not kept"), "{unknown}");
+    }
+
+    #[tokio::test]
+    async fn the_oldest_is_dropped_first_when_the_bytes_run_out() {
+        let mut store = ResultStore::new(1000);
+        Arc::get_mut(&mut store).unwrap().keep_bytes = 60_000;
+        let mut ids = Vec::new();
+        for _ in 0..6 {
+            let (whole, kept) = cut(1000, 1000);
+            let uri = store.keep(whole, kept);
+            let id = uri.strip_prefix(RESULTS_PREFIX).unwrap().to_owned();
+            // Each is worked out (and measured) before the next is kept.
+            store.page(&id, 1).await.unwrap();
+            ids.push(id);
+        }
+        assert!(store.page(&ids[0], 1).await.is_err(), "the oldest went first");
+        assert!(store.page(&ids[5], 1).await.is_ok(), "the newest stays");
+        let total: usize = lock(&store.kept).iter().map(|k| k.bytes).sum();
+        assert!(total <= 60_000, "{total}");
+    }
+}
