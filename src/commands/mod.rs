@@ -233,6 +233,40 @@ impl Invocation {
         timeout: Duration,
         plugin_timeout: Option<Duration>,
     ) -> Result<RawValue, ToolError> {
+        self.call_plugin_as(spec, args, timeout, plugin_timeout, self.operation_id.clone())
+            .await
+    }
+
+    /// A write's call that writes nothing (`script_edit`'s dry run before its write): no
+    /// operationId goes with it, and its failure says nothing was written
+    /// (`details.wroteNothing`), so a timeout is never taken for a write that may have run.
+    pub async fn call_plugin_to_preview(
+        &self,
+        spec: &Spec,
+        args: &impl Serialize,
+        timeout: Duration,
+    ) -> Result<RawValue, ToolError> {
+        self.call_plugin_as(spec, args, timeout, None, None)
+            .await
+            .map_err(|mut error| {
+                match &mut error.details {
+                    Some(Json::Object(details)) => {
+                        details.insert("wroteNothing".into(), Json::Bool(true));
+                    }
+                    _ => error.details = Some(serde_json::json!({ "wroteNothing": true })),
+                }
+                error
+            })
+    }
+
+    async fn call_plugin_as(
+        &self,
+        spec: &Spec,
+        args: &impl Serialize,
+        timeout: Duration,
+        plugin_timeout: Option<Duration>,
+        operation_id: Option<String>,
+    ) -> Result<RawValue, ToolError> {
         // Through JSON, not `rmpv::ext::to_value`, which writes structs as arrays; this
         // also applies the `{"type": "binary" | "number"}` conventions to arguments.
         let args = serde_json::to_value(args)
@@ -245,7 +279,7 @@ impl Invocation {
             default_context: spec.default_context,
             timeout,
             plugin_timeout,
-            operation_id: self.operation_id.clone(),
+            operation_id,
         };
         let reply = self.bridge.call(call, self.hooks.clone()).await?;
         if let Some(ran) = reply.ran {
@@ -614,7 +648,9 @@ fn may_have_written(command: &str, kind: Kind, operation_id: Option<&str>, mut e
         error.code,
         ErrorCode::Timeout | ErrorCode::Cancelled | ErrorCode::SessionLost | ErrorCode::HostLost
     );
-    let undelivered = error.details.as_ref().and_then(|d| d.get("delivered")) == Some(&Json::Bool(false));
+    let detail = |key: &str| error.details.as_ref().and_then(|d| d.get(key)).cloned();
+    let undelivered =
+        detail("delivered") == Some(Json::Bool(false)) || detail("wroteNothing") == Some(Json::Bool(true));
     if kind != Kind::Read && after_sending && !undelivered {
         error.message = format!("{} This write (`{command}`) {MAY_HAVE_WRITTEN}", error.message);
         if let Some(id) = operation_id {
@@ -952,6 +988,12 @@ mod tests {
             may_have_written("delete", Kind::Write, Some("op1"), undelivered).message,
             "lost."
         );
+        // A write's dry run (script_edit's preview) that timed out wrote nothing.
+        let previewed =
+            ToolError::new(ErrorCode::Timeout, "late.").with_details(serde_json::json!({"wroteNothing": true}));
+        let previewed = may_have_written("script_edit", Kind::Write, Some("op1"), previewed);
+        assert_eq!(previewed.message, "late.");
+        assert!(previewed.details.unwrap().get("operationId").is_none());
         let other = ToolError::new(ErrorCode::NotFound, "gone.");
         assert_eq!(
             may_have_written("delete", Kind::Write, Some("op1"), other).message,

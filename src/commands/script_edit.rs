@@ -124,7 +124,9 @@ impl Command for ScriptEdit {
             dry_run: true,
             ..args.clone()
         };
-        let raw = cx.call_plugin(&Self::SPEC, &preview, Self::SPEC.timeout, None).await?;
+        let raw = cx
+            .call_plugin_to_preview(&Self::SPEC, &preview, Self::SPEC.timeout)
+            .await?;
         let preview: Preview = raw
             .decode()
             .map(value::into_json)
