@@ -249,12 +249,7 @@ impl Invocation {
         self.call_plugin_as(spec, args, timeout, None, None)
             .await
             .map_err(|mut error| {
-                match &mut error.details {
-                    Some(Json::Object(details)) => {
-                        details.insert("wroteNothing".into(), Json::Bool(true));
-                    }
-                    _ => error.details = Some(serde_json::json!({ "wroteNothing": true })),
-                }
+                error.set_detail("wroteNothing", Json::Bool(true));
                 error
             })
     }
@@ -658,12 +653,7 @@ fn may_have_written(command: &str, kind: Kind, operation_id: Option<&str>, mut e
                 "{} Its outcome, once Studio knows it: studio_state with operationId {id:?} (same session).",
                 error.message
             );
-            match &mut error.details {
-                Some(Json::Object(details)) => {
-                    details.insert("operationId".into(), Json::String(id.to_owned()));
-                }
-                _ => error.details = Some(serde_json::json!({ "operationId": id })),
-            }
+            error.set_detail("operationId", Json::String(id.to_owned()));
         }
     }
     error

@@ -106,6 +106,17 @@ impl ToolError {
         self
     }
 
+    /// Sets one key of `details`, keeping the others (details that are not an object are
+    /// replaced by one).
+    pub fn set_detail(&mut self, key: &str, value: Json) {
+        match &mut self.details {
+            Some(Json::Object(details)) => {
+                details.insert(key.to_owned(), value);
+            }
+            _ => self.details = Some(Json::Object([(key.to_owned(), value)].into_iter().collect())),
+        }
+    }
+
     pub fn invalid_args(message: impl Into<String>) -> Self {
         ToolError::new(ErrorCode::InvalidArgs, message)
     }
