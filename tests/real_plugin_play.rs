@@ -342,10 +342,10 @@ async fn play_stop_ends_a_playtest_a_person_started() {
 #[tokio::test]
 async fn test_run_runs_a_script_in_a_fresh_playtest_and_returns_to_edit() {
     let (rbxm, mcp, _studio) = edit_studio().await;
-    let script = "print('from the server') local rs = game:GetService('RunService') return rs:IsServer(), nil, #game.Players:GetPlayers()";
+    let script = "print('from the server') local rs = game:GetService('RunService') return rs:IsServer(), nil, rs:IsClient()";
     let ran = mcp.ok("studio_test_run", json!({"script": script})).await;
     assert_eq!(ran["success"], true, "{ran}");
-    assert_eq!(ran["returns"], json!([true, null, 0]));
+    assert_eq!(ran["returns"], json!([true, null, false]));
     assert_eq!(ran["timedOut"], false);
     assert_eq!(ran["context"], "edit");
     let logs = ran["logs"].as_array().unwrap();
