@@ -319,6 +319,52 @@ async fn playtest_sessions_carried_over_the_edit_socket_are_routed_by_session() 
     assert_eq!(gone["code"], "session_not_found");
 }
 
+/// TOOLS.md, "Play like a player": a client session in `sessions` carries `player`, its
+/// LocalPlayer's Name, as its hello said; `context: "client"` is the client that joined first.
+#[tokio::test]
+async fn client_sessions_carry_their_player_and_context_client_is_the_first_to_join() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let edit = FakePlugin::connect(port, Identity::edit("A"), studio_like()).await;
+    edit.carry(Identity::play("A", "server"));
+    let client = |n: u8| Identity {
+        session_id: format!("A-client{n}"),
+        player: Some(format!("Player{n}")),
+        ..Identity::play("A", "client")
+    };
+    for n in 1..=3 {
+        edit.carry(client(n));
+        edit.wait("the client's welcome", Duration::from_secs(5), |log| {
+            log.carried_welcomes.len() == usize::from(n) + 1
+        })
+        .await;
+    }
+    let listed = mcp.ok("studio_sessions", json!({})).await;
+    let players: Vec<(&str, Option<&str>)> = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["sessionId"].as_str().unwrap(), s["player"].as_str()))
+        .collect();
+    assert_eq!(
+        players,
+        [
+            ("A-edit", None),
+            ("A-server", None),
+            ("A-client1", Some("Player1")),
+            ("A-client2", Some("Player2")),
+            ("A-client3", Some("Player3")),
+        ],
+        "{listed}"
+    );
+    assert!(
+        listed["sessions"][0].get("player").is_none(),
+        "no `player` key where there is none: {listed}"
+    );
+    let state = mcp.ok("studio_state", json!({"context": "client"})).await;
+    assert_eq!(state["sessionId"], "A-client1", "the client that joined first");
+}
+
 #[tokio::test]
 async fn carried_sessions_reconnect_with_their_socket_and_strangers_are_refused() {
     let port = free_port();

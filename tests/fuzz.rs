@@ -174,6 +174,7 @@ fn plugin_message() -> impl Strategy<Value = (Msgpack, Routed)> {
                     state,
                     actions,
                     nonce: Some((0..16).collect()),
+                    player: None,
                 };
                 (wire, PluginMessage::Hello(hello))
             },

@@ -342,10 +342,11 @@ async fn play_stop_ends_a_playtest_a_person_started() {
 #[tokio::test]
 async fn test_run_runs_a_script_in_a_fresh_playtest_and_returns_to_edit() {
     let (rbxm, mcp, _studio) = edit_studio().await;
-    let script = "print('from the server') local rs = game:GetService('RunService') return rs:IsServer(), nil, #game.Players:GetPlayers()";
+    let script =
+        "print('from the server') local rs = game:GetService('RunService') return rs:IsServer(), nil, rs:IsClient()";
     let ran = mcp.ok("studio_test_run", json!({"script": script})).await;
     assert_eq!(ran["success"], true, "{ran}");
-    assert_eq!(ran["returns"], json!([true, null, 0]));
+    assert_eq!(ran["returns"], json!([true, null, false]));
     assert_eq!(ran["timedOut"], false);
     assert_eq!(ran["context"], "edit");
     let logs = ran["logs"].as_array().unwrap();
@@ -400,6 +401,46 @@ async fn test_run_runs_a_script_in_a_fresh_playtest_and_returns_to_edit() {
         "back in Edit: {sessions}"
     );
 
+    let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
+}
+
+/// TOOLS.md, "Play like a player": `test_run` with `players` starts a multiplayer test whose
+/// server runs the script once that many players have joined; every client's output is in
+/// the logs; Studio is in Edit afterwards. A Run test has no clients: `players` with mode run
+/// is refused before anything starts.
+#[tokio::test]
+async fn test_run_with_players_runs_the_script_once_they_joined() {
+    let (rbxm, mcp, mut studio) = edit_studio().await;
+    let script = "local names = {} for _, p in game.Players:GetPlayers() do table.insert(names, p.Name) end table.sort(names) return table.concat(names, ',')";
+    let ran = exchange(&mcp, "studio_test_run", json!({"script": script, "players": 3})).await;
+    assert_eq!(ran["success"], true, "{ran}");
+    assert_eq!(ran["returns"], json!(["Player1,Player2,Player3"]), "{ran}");
+    assert_eq!(contexts(&mcp).await, ["edit"], "back in Edit");
+
+    let err = mcp
+        .err(
+            "studio_test_run",
+            json!({"script": "return 1", "players": 2, "mode": "run"}),
+        )
+        .await;
+    assert_eq!(err["code"], "invalid_args", "{err}");
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("`players` needs mode play"),
+        "{err}"
+    );
+    let err = mcp
+        .err("studio_test_run", json!({"script": "return 1", "players": 9}))
+        .await;
+    assert_eq!(err["code"], "invalid_args", "{err}");
+    assert!(
+        err["message"].as_str().unwrap().starts_with("`players` must be 1 to 8"),
+        "{err}"
+    );
+    let started = test_lines(&mut studio).iter().filter(|l| *l == "started").count();
+    assert_eq!(started, 1, "the refused calls started no test");
     let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
 }
 

@@ -396,3 +396,242 @@ async fn a_walk_longer_than_movetos_eight_seconds_arrives_because_moveto_is_issu
     assert_eq!(out["arrived"], true, "{out}");
     let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
 }
+
+// Several players (TOOLS.md, "Play like a player": `play` with `players`, `add_players`, client
+// sessions that carry `player`), on StudioTestService's ExecuteMultiplayerTestAsync and
+// AddPlayers as tests/lune/lib/StudioTests.luau models them.
+
+/// Counts, in the client it runs in, every InputBegan its UserInputService fires.
+const COUNT_INPUTS: &str = r#"local me = game.Players.LocalPlayer
+    me:SetAttribute("inputs", 0)
+    game:GetService("UserInputService").InputBegan:Connect(function()
+        me:SetAttribute("inputs", me:GetAttribute("inputs") + 1)
+    end)
+    return me.Name"#;
+
+/// The client sessions `sessions` lists, as (sessionId, player), in its order.
+async fn client_sessions(mcp: &Mcp) -> Vec<(String, Option<String>)> {
+    let listed = mcp.ok("studio_sessions", json!({})).await;
+    let sessions = listed["sessions"].as_array().unwrap();
+    for session in sessions.iter().filter(|s| s["context"] != "client") {
+        assert!(session.get("player").is_none(), "only clients have players: {session}");
+    }
+    sessions
+        .iter()
+        .filter(|s| s["context"] == "client")
+        .map(|s| {
+            (
+                s["sessionId"].as_str().unwrap().to_owned(),
+                s["player"].as_str().map(str::to_owned),
+            )
+        })
+        .collect()
+}
+
+fn players_of(clients: &Json) -> Vec<&str> {
+    clients
+        .as_array()
+        .unwrap_or_else(|| panic!("clients: {clients}"))
+        .iter()
+        .map(|c| c["player"].as_str().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_three_player_test_lists_its_clients_input_reaches_only_the_second_and_add_players_brings_a_fourth() {
+    let (rbxm, mcp, _studio) = support::studio::edit_studio().await;
+    let started = mcp.ok("studio_play", json!({"mode": "start", "players": 3})).await;
+    assert_eq!(started["state"], "Play", "{started}");
+    assert_eq!(
+        players_of(&started["clients"]),
+        ["Player1", "Player2", "Player3"],
+        "{started}"
+    );
+
+    // `sessions` lists the same three clients, in the order they joined, each with its player.
+    let clients = client_sessions(&mcp).await;
+    let answered: Vec<(String, Option<String>)> = started["clients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["sessionId"].as_str().unwrap().to_owned(),
+                c["player"].as_str().map(str::to_owned),
+            )
+        })
+        .collect();
+    assert_eq!(clients, answered);
+
+    // Each client is its player's DataModel; `context: client` is the first to join.
+    for (session, player) in &clients {
+        let ran = mcp
+            .ok("studio_exec", json!({"script": COUNT_INPUTS, "sessionId": session}))
+            .await;
+        assert_eq!(ran["returns"][0].as_str(), player.as_deref(), "{ran}");
+    }
+    let first = mcp
+        .ok(
+            "studio_exec",
+            json!({"script": "return game.Players.LocalPlayer.Name", "context": "client"}),
+        )
+        .await;
+    assert_eq!(first["returns"], json!(["Player1"]), "{first}");
+
+    // Input sent to the second client reaches it, and only it.
+    let second = &clients[1].0;
+    let sent = mcp
+        .ok(
+            "studio_input",
+            json!({"steps": [{"type": "key", "key": "E"}], "sessionId": second}),
+        )
+        .await;
+    assert_eq!(sent["sessionId"], second.as_str(), "{sent}");
+    assert_eq!(sent["steps"][0]["began"], true, "{sent}");
+    let mut counts = Vec::new();
+    for (session, _) in &clients {
+        let ran = mcp
+            .ok(
+                "studio_exec",
+                json!({"script": "return game.Players.LocalPlayer:GetAttribute('inputs')", "sessionId": session}),
+            )
+            .await;
+        counts.push(ran["returns"][0].as_i64().unwrap());
+    }
+    assert_eq!(counts, [0, 1, 0], "one key press, in the second client only");
+
+    // add_players brings a fourth, listed last.
+    let added = mcp
+        .ok("studio_play", json!({"mode": "add_players", "players": 1}))
+        .await;
+    assert_eq!(added["state"], "Play", "{added}");
+    assert_eq!(
+        players_of(&added["clients"]),
+        ["Player1", "Player2", "Player3", "Player4"],
+        "{added}"
+    );
+    let now = client_sessions(&mcp).await;
+    assert_eq!(now.len(), 4);
+    assert_eq!(now[..3], clients[..], "the first three are unchanged");
+    assert_eq!(now[3].1.as_deref(), Some("Player4"));
+    let fourth = mcp
+        .ok(
+            "studio_exec",
+            json!({"script": "return game.Players.LocalPlayer.Name", "sessionId": now[3].0}),
+        )
+        .await;
+    assert_eq!(fourth["returns"], json!(["Player4"]));
+    // The new player joins the server too (a moment after its client said hello: joining
+    // is a round trip of its own).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let on_server = mcp
+            .ok("studio_exec", json!({"script": "return #game.Players:GetPlayers()"}))
+            .await;
+        if on_server["returns"] == json!([4]) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the server never had the four players: {on_server}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // Past eight in all: refused before AddPlayers is called, naming the field and the fix.
+    let err = mcp
+        .err("studio_play", json!({"mode": "add_players", "players": 5}))
+        .await;
+    assert_eq!(err["code"], "invalid_args", "{err}");
+    assert_eq!(
+        err["message"], "players: the test has 4 clients and a test has at most 8, so add 1 to 4.",
+        "{err}"
+    );
+    assert_eq!(client_sessions(&mcp).await.len(), 4, "nothing was added");
+
+    let stopped = mcp.ok("studio_play", json!({"mode": "stop"})).await;
+    assert_eq!(stopped["state"], "Edit");
+    assert!(stopped.get("clients").is_none(), "{stopped}");
+    assert_eq!(support::studio::contexts(&mcp).await, ["edit"]);
+
+    // With no test running there is nothing to add to.
+    let err = mcp
+        .err("studio_play", json!({"mode": "add_players", "players": 1}))
+        .await;
+    assert_eq!(err["code"], "not_in_play", "{err}");
+    let message = err["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("mode add_players needs a multiplayer test running")
+            && message.contains("{mode: \"start\", players: 2..8}"),
+        "{message}"
+    );
+    let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
+}
+
+#[tokio::test]
+async fn players_out_of_range_and_add_players_in_a_solo_test_are_refused_with_the_fix() {
+    let (rbxm, mcp, mut studio) = support::studio::edit_studio().await;
+    for (args, start) in [
+        (json!({"mode": "start", "players": 9}), "`players` must be 1 to 8"),
+        (json!({"mode": "start", "players": 0}), "`players` must be 1 to 8"),
+        (json!({"mode": "add_players"}), "mode add_players needs `players`"),
+        (json!({"mode": "add_players", "players": 8}), "`players` must be 1 to 7"),
+        (
+            json!({"mode": "run", "players": 2}),
+            "`players` goes with mode start or add_players, not run",
+        ),
+    ] {
+        let err = mcp.err("studio_play", args.clone()).await;
+        assert_eq!(err["code"], "invalid_args", "{args}: {err}");
+        assert!(err["message"].as_str().unwrap().starts_with(start), "{args}: {err}");
+    }
+    assert!(
+        !studio
+            .lines_so_far()
+            .iter()
+            .any(|l| l.starts_with("[harness] test started")),
+        "no test was started"
+    );
+
+    // A solo Play test (one client): AddPlayers needs a multiplayer test.
+    let solo = mcp.ok("studio_play", json!({"mode": "start"})).await;
+    assert_eq!(players_of(&solo["clients"]), ["Player1"], "{solo}");
+    let err = mcp
+        .err("studio_play", json!({"mode": "add_players", "players": 1}))
+        .await;
+    assert_eq!(err["code"], "invalid_args", "{err}");
+    let message = err["message"].as_str().unwrap();
+    assert!(
+        message.contains("this one is a solo Play test") && message.contains("stop it with mode stop"),
+        "{message}"
+    );
+    assert_eq!(client_sessions(&mcp).await.len(), 1, "nothing was added");
+    assert_eq!(mcp.ok("studio_play", json!({"mode": "stop"})).await["state"], "Edit");
+    let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
+}
+
+/// A test a person started with Play is not a multiplayer test: this plugin did not start it,
+/// so it asks the test's server, and the engine's refusal comes back with the fix.
+#[tokio::test]
+async fn add_players_in_a_test_a_person_started_passes_on_the_engines_refusal() {
+    let (rbxm, mcp, mut studio) = play_studio().await;
+    let err = mcp
+        .err("studio_play", json!({"mode": "add_players", "players": 2}))
+        .await;
+    assert_eq!(err["code"], "plugin_error", "{err}");
+    let message = err["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("Studio refused AddPlayers:") && message.contains("multiplayer test"),
+        "{message}"
+    );
+    assert!(message.contains("players: 2..8"), "the fix: {message}");
+    assert!(
+        !studio
+            .lines_so_far()
+            .iter()
+            .any(|l| l.starts_with("[harness] players added")),
+        "no players were added"
+    );
+    assert_eq!(client_sessions(&mcp).await.len(), 1);
+    let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
+}

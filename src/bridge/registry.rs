@@ -52,6 +52,9 @@ pub struct SessionInfo {
     pub game_id: i64,
     pub plugin_version: String,
     pub uptime_ms: u64,
+    /// A Play client's player (its LocalPlayer's Name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub player: Option<String>,
 }
 
 struct Session {
@@ -144,6 +147,7 @@ impl Registry {
                 game_id: s.hello.game_id,
                 plugin_version: s.hello.plugin_version.clone(),
                 uptime_ms: u64::try_from(now.duration_since(s.connected_at).as_millis()).unwrap_or(u64::MAX),
+                player: s.hello.player.clone(),
             })
             .collect()
     }
@@ -598,6 +602,7 @@ mod tests {
             state: "Edit".into(),
             actions: vec![],
             nonce: None,
+            player: None,
         }
     }
 

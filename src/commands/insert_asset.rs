@@ -49,7 +49,7 @@ impl Command for InsertAsset {
     type Result = InsertAssetResult;
     const SPEC: Spec = Spec {
         name: "insert_asset",
-        description: "Insert a Roblox asset by id, or the first free model a query finds.",
+        description: "Insert an asset by id, or the first free model a query finds.",
         needs_session: true,
         default_context: Context::Edit,
         timeout: Duration::from_secs(30),

@@ -71,7 +71,7 @@ impl Command for Screenshot {
     type Result = ScreenshotResult;
     const SPEC: Spec = Spec {
         name: "screenshot",
-        description: "Capture the viewport (or the Studio window in Play) as a PNG, to see the place.",
+        description: "Capture the viewport (or Studio's window in Play) as a PNG.",
         needs_session: true,
         default_context: Context::Edit,
         timeout: Duration::from_secs(15),

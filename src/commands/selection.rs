@@ -30,7 +30,7 @@ impl Command for Selection {
     type Result = SelectionResult;
     const SPEC: Spec = Spec {
         name: "selection",
-        description: "What the user has selected in Studio, as paths; `set` selects instances first.",
+        description: "The user's selection in Studio, as paths; `set` selects first.",
         needs_session: true,
         default_context: Context::Edit,
         timeout: Duration::from_secs(5),

@@ -69,11 +69,18 @@ impl Render for Sessions {
         }
         let text =
             |session: &Json, key: &str| clean(session.get(key).and_then(Json::as_str).unwrap_or("-")).into_owned();
+        // A PLAYER column only while some session is a Play client with its player.
+        let players = list.iter().any(|s| s.get("player").is_some());
         let mut rows = Vec::with_capacity(list.len());
         for session in list {
-            rows.push(vec![
+            let mut row = vec![
                 clean(session.get("sessionId")?.as_str()?).into_owned(),
                 text(session, "context"),
+            ];
+            if players {
+                row.push(text(session, "player"));
+            }
+            row.extend([
                 text(session, "state"),
                 text(session, "status"),
                 text(session, "placeName"),
@@ -82,11 +89,16 @@ impl Render for Sessions {
                     .and_then(Json::as_u64)
                     .map_or_else(|| "-".into(), uptime),
             ]);
+            rows.push(row);
         }
-        let headers = ["SESSION", "CONTEXT", "STATE", "STATUS", "PLACE", "UPTIME"];
+        let mut headers = vec!["SESSION", "CONTEXT", "STATE", "STATUS", "PLACE", "UPTIME"];
+        if players {
+            headers.insert(2, "PLAYER");
+        }
+        let status = if players { 4 } else { 3 };
         Some(Rendered {
             stdout: table(&headers, &rows, out, |column, cell, padded| {
-                if column == 3 && cell != "connected" {
+                if column == status && cell != "connected" {
                     out.yellow(padded)
                 } else {
                     padded.to_owned()
@@ -127,6 +139,18 @@ mod tests {
             "SESSION   CONTEXT  STATE   STATUS        PLACE    UPTIME\n\
              A-edit    edit     Edit    connected     Place A  4s\n\
              B-server  server   Server  reconnecting  Obby     1h 02m\n"
+        );
+        let result = json!({"sessions": [
+            {"sessionId": "A-edit", "instanceId": "A", "context": "edit", "state": "Edit", "status": "connected",
+             "placeName": "P", "placeId": 1, "gameId": 0, "pluginVersion": "x", "uptimeMs": 1000},
+            {"sessionId": "A-c2", "instanceId": "A", "context": "client", "state": "Client", "status": "connected",
+             "placeName": "P", "placeId": 1, "gameId": 0, "pluginVersion": "x", "uptimeMs": 1000, "player": "Player2"},
+        ]});
+        assert_eq!(
+            plain("sessions", &result).stdout,
+            "SESSION  CONTEXT  PLAYER   STATE   STATUS     PLACE  UPTIME\n\
+             A-edit   edit     -        Edit    connected  P      1s\n\
+             A-c2     client   Player2  Client  connected  P      1s\n"
         );
         assert!(
             plain("sessions", &json!({"sessions": []}))

@@ -72,7 +72,7 @@ impl Command for State {
     type Result = StateResult;
     const SPEC: Spec = Spec {
         name: "state",
-        description: "Run state (Edit, Play, Run…), place name and ids; or a write's outcome by operationId.",
+        description: "Run state, place name and ids; or a write's outcome by operationId.",
         needs_session: true,
         default_context: Context::Edit,
         timeout: Duration::from_secs(5),

@@ -40,12 +40,20 @@ pub struct TestRunArgs {
     /// game: in the game's script VM.
     #[serde(default, skip_serializing_if = "Runtime::is_plugin")]
     pub runtime: Runtime,
+    // >1: a multiplayer test whose script runs once they joined (the guide says so: B9)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 8))]
+    pub players: Option<u8>,
     /// false: skip the host's Luau syntax check, which otherwise refuses a syntax error
     /// (`syntax_error`) with no playtest started; as `exec`'s `check`.
     #[serde(default = "super::check_by_default", skip_serializing)]
     #[schemars(skip)]
     pub check: bool,
 }
+
+/// How long a multiplayer test's server waits for its players before it runs the script
+/// (plugin/src/TestRunner.luau, PLAYERS_S).
+const PLAYERS_WAIT: Duration = Duration::from_secs(20);
 
 fn default_timeout_ms() -> u64 {
     60_000
@@ -111,10 +119,30 @@ impl Command for TestRun {
                 "`timeoutMs` must be between 1 and {MAX_TIMEOUT_MS}."
             )));
         }
+        match args.players {
+            Some(n) if !(1..=super::play::MAX_PLAYERS).contains(&n) => {
+                return Err(ToolError::invalid_args(format!(
+                    "`players` must be 1 to {} (how many clients the test starts with), got {n}.",
+                    super::play::MAX_PLAYERS
+                )));
+            }
+            Some(2..) if matches!(args.mode, TestMode::Run) => {
+                return Err(ToolError::invalid_args(
+                    "`players` needs mode play (a Run test has no clients): leave out mode, or players.",
+                ));
+            }
+            _ => {}
+        }
         if args.check {
             super::exec::check_syntax(&args.script)?;
         }
-        let plugin_timeout = Duration::from_millis(args.timeout_ms) + TEST_OVERHEAD;
+        // The players' joins (the server waits up to PLAYERS_WAIT for them) come on top.
+        let joins = if args.players.unwrap_or(1) > 1 {
+            PLAYERS_WAIT
+        } else {
+            Duration::ZERO
+        };
+        let plugin_timeout = Duration::from_millis(args.timeout_ms) + TEST_OVERHEAD + joins;
         let result = cx
             .call_plugin(
                 &Self::SPEC,

@@ -69,7 +69,7 @@ impl Command for Update {
     type Result = UpdateResult;
     const SPEC: Spec = Spec {
         name: "update",
-        description: "Change existing instances (not script source), all or nothing.",
+        description: "Change instances (not script source), all or nothing.",
         needs_session: true,
         default_context: Context::Edit,
         timeout: Duration::from_secs(10),

@@ -54,6 +54,9 @@ pub struct Hello {
     /// a carried playtest session's hello. A `pairing` field (the secret itself, sent by
     /// plugins before mutual pairing) is never read.
     pub nonce: Option<Vec<u8>>,
+    /// A Play client's player (its LocalPlayer's Name); absent from other sessions, and from
+    /// a plugin older than this field.
+    pub player: Option<String>,
 }
 
 /// The error half of a plugin `response`.
@@ -311,6 +314,11 @@ fn parse_hello(fields: &mut Fields) -> Result<Hello, FrameError> {
                 })?,
         ),
     };
+    // A player name that is not a string names nobody.
+    let player = fields
+        .take("player")
+        .and_then(into_string)
+        .filter(|name| !name.is_empty());
     Ok(Hello {
         protocol,
         plugin_version,
@@ -323,6 +331,7 @@ fn parse_hello(fields: &mut Fields) -> Result<Hello, FrameError> {
         state,
         actions,
         nonce,
+        player,
     })
 }
 
@@ -514,6 +523,31 @@ mod tests {
             assert_eq!(h.context, Context::Edit);
             assert_eq!(h.place_id, 123);
             assert_eq!(h.actions, vec!["exec".to_string()]);
+        }
+    }
+
+    #[test]
+    fn a_client_hello_names_its_player_and_other_hellos_name_none() {
+        let PluginMessage::Hello(edit) = parse(hello()).unwrap() else {
+            panic!("not a hello");
+        };
+        assert_eq!(edit.player, None);
+        let Msgpack::Map(mut entries) = hello() else {
+            unreachable!()
+        };
+        entries.push(("player".into(), "Player2".into()));
+        let PluginMessage::Hello(client) = parse(Msgpack::Map(entries.clone())).unwrap() else {
+            panic!("not a hello");
+        };
+        assert_eq!(client.player.as_deref(), Some("Player2"));
+        // A name that is not a string, or is empty, names nobody.
+        for bad in [Msgpack::from(7), Msgpack::from("")] {
+            let mut entries = entries.clone();
+            entries.last_mut().unwrap().1 = bad;
+            let PluginMessage::Hello(h) = parse(Msgpack::Map(entries)).unwrap() else {
+                panic!("not a hello");
+            };
+            assert_eq!(h.player, None);
         }
     }
 

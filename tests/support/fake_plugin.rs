@@ -38,6 +38,8 @@ pub struct Identity {
     /// Answer a `challenge` with this proof instead of the right one (a plugin that
     /// cannot prove itself but asks the host to).
     pub forged_auth: Option<Vec<u8>>,
+    /// A Play client's player name, sent as the hello's `player`.
+    pub player: Option<String>,
 }
 
 impl Identity {
@@ -52,6 +54,7 @@ impl Identity {
             protocol: 1,
             pairing: None,
             forged_auth: None,
+            player: None,
         }
     }
 
@@ -354,7 +357,7 @@ fn hello(identity: &Identity, nonce: Option<&[u8]>) -> Value {
 }
 
 fn hello_fields(identity: &Identity) -> Value {
-    map(vec![
+    let mut fields = vec![
         ("t", "hello".into()),
         ("protocol", identity.protocol.into()),
         ("pluginVersion", "fake-0.0.1".into()),
@@ -377,7 +380,11 @@ fn hello_fields(identity: &Identity) -> Value {
                     .collect(),
             ),
         ),
-    ])
+    ];
+    if let Some(player) = &identity.player {
+        fields.push(("player", player.as_str().into()));
+    }
+    map(fields)
 }
 
 /// What the connection loop is told by a request handler.
