@@ -12,7 +12,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use support::free_port;
-use support::mcp_client::{binary, empty_config_dir};
+use support::mcp_client::{binary, empty_config_dir, unpaired_mcp_args};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
@@ -22,13 +22,7 @@ const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","param
 /// returns the child and the token file the startup line names.
 async fn start(port: u16, http: u16) -> (Child, String) {
     let mut child = Command::new(binary())
-        .args([
-            "mcp",
-            "--port",
-            &port.to_string(),
-            "--no-install-plugin",
-            "--allow-unpaired",
-        ])
+        .args(unpaired_mcp_args(port))
         .args(["--http", &format!("127.0.0.1:{http}")])
         .env("STUDIO_BRIDGE_LOG", "warn")
         .env("STUDIO_BRIDGE_CONFIG_DIR", empty_config_dir())
@@ -150,4 +144,110 @@ async fn http_binds_loopback_only() {
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("loopback only"), "{stderr}");
+}
+
+/// rmcp's own client over Streamable HTTP: without the token it cannot initialize; two
+/// clients at once, each with it, get the catalogue an stdio client gets, read the guide
+/// and the sessions, and run `exec` in the same Studio side by side.
+#[tokio::test]
+async fn rmcp_clients_over_http_get_the_stdio_catalogue_the_resources_and_the_tools() {
+    use rmcp::ServiceExt;
+    use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams, ResourceContents};
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    use support::fake_plugin::{FakePlugin, Identity, studio_like};
+    use support::mcp_client::Mcp;
+
+    let (port, http) = (free_port(), free_port());
+    let (_child, token_file) = start(port, http).await;
+    let token = std::fs::read_to_string(&token_file)
+        .expect("the named token file")
+        .trim()
+        .to_owned();
+    let plugin = FakePlugin::connect(port, Identity::edit("A"), studio_like()).await;
+    let url = format!("http://127.0.0.1:{http}/mcp");
+    let connect = |token: Option<&str>| {
+        let mut config = StreamableHttpClientTransportConfig::with_uri(url.clone());
+        if let Some(token) = token {
+            config = config.auth_header(token);
+        }
+        ().serve(StreamableHttpClientTransport::from_config(config))
+    };
+
+    assert!(
+        connect(None).await.is_err(),
+        "initialize without the bearer token is refused"
+    );
+    let (first, second) = tokio::join!(connect(Some(&token)), connect(Some(&token)));
+    let (first, second) = (
+        first.expect("initialize over HTTP"),
+        second.expect("a second client at once"),
+    );
+
+    // The catalogue over HTTP is the one an stdio client of the same bridge gets.
+    let stdio = Mcp::spawn(port, &[]).await;
+    let catalogue = |tools: Vec<rmcp::model::Tool>| serde_json::to_value(tools).unwrap();
+    let over_stdio = catalogue(stdio.client.list_all_tools().await.expect("tools/list over stdio"));
+    assert_eq!(
+        catalogue(first.list_all_tools().await.expect("tools/list over HTTP")),
+        over_stdio
+    );
+
+    let resources = first.list_all_resources().await.expect("resources/list");
+    let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
+    assert!(
+        uris.contains(&"studio://guide") && uris.contains(&"studio://sessions"),
+        "{uris:?}"
+    );
+    let templates = second
+        .list_all_resource_templates()
+        .await
+        .expect("resources/templates/list");
+    assert!(
+        templates.iter().any(|t| t.uri_template == "studio://logs/{sessionId}"),
+        "{templates:?}"
+    );
+    let text_of = |contents: Vec<ResourceContents>| match contents.into_iter().next() {
+        Some(ResourceContents::TextResourceContents { text, .. }) => text,
+        other => panic!("one text content, got {other:?}"),
+    };
+    let guide = second
+        .read_resource(ReadResourceRequestParams::new("studio://guide"))
+        .await
+        .expect("read the guide");
+    assert!(
+        text_of(guide.contents).contains("undo"),
+        "the guide covers writes and undo"
+    );
+    let sessions = first
+        .read_resource(ReadResourceRequestParams::new("studio://sessions"))
+        .await
+        .expect("read the sessions");
+    assert!(text_of(sessions.contents).contains(plugin.session_id()));
+
+    let exec = || {
+        CallToolRequestParams::new("studio_exec").with_arguments(
+            serde_json::json!({"script": "return 2", "check": false})
+                .as_object()
+                .unwrap()
+                .clone(),
+        )
+    };
+    let (a, b) = tokio::join!(first.call_tool(exec()), second.call_tool(exec()));
+    for result in [a.expect("exec over HTTP"), b.expect("exec over HTTP, side by side")] {
+        assert_ne!(result.is_error, Some(true), "{result:?}");
+        let structured = result.structured_content.expect("structured content");
+        assert_eq!(structured["success"], true, "{structured}");
+        assert_eq!(structured["sessionId"], plugin.session_id(), "{structured}");
+    }
+    assert_eq!(
+        plugin
+            .log()
+            .requests
+            .iter()
+            .filter(|seen| seen.action == "exec")
+            .count(),
+        2,
+        "each client's call reached Studio once"
+    );
 }
