@@ -17,7 +17,7 @@ use serde_json::{Value as Json, json};
 use studio_bridge::bridge::liveness::SILENCE_LIMIT;
 use support::fake_plugin::{FakePlugin, Identity, Reply, handler, studio_like, value_map};
 use support::free_port;
-use support::mcp_client::{Mcp, binary, empty_config_dir};
+use support::mcp_client::{Mcp, binary, empty_config_dir, unpaired_mcp_args};
 use support::raw_peer::{self, frame, next_frame};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio_tungstenite::tungstenite::Message;
@@ -303,13 +303,7 @@ async fn an_mcp_client_pipelining_ten_thousand_calls_gets_ten_thousand_answers()
     const CALLS: u64 = 10_000;
     let port = free_port();
     let mut child = tokio::process::Command::new(binary())
-        .args([
-            "mcp",
-            "--port",
-            &port.to_string(),
-            "--no-install-plugin",
-            "--allow-unpaired",
-        ])
+        .args(unpaired_mcp_args(port))
         .env("STUDIO_BRIDGE_LOG", "warn")
         .env("STUDIO_BRIDGE_CONFIG_DIR", empty_config_dir())
         .stdin(Stdio::piped())

@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde_json::Value as Json;
 use support::fake_plugin::{FakePlugin, Identity, studio_like};
 use support::free_port;
-use support::mcp_client::binary;
+use support::mcp_client::{binary, unpaired_mcp_args};
 use tokio::process::Command;
 
 use support::TOOLS;
@@ -57,12 +57,6 @@ impl Inspector {
     /// <port> --no-install-plugin`: the Inspector spawns the server and talks to it.
     async fn run(&self, port: u16, inspector_args: &[&str]) -> Run {
         let mut command = Command::new(&self.node);
-        // The launcher may start other Node scripts: the same Node 22 comes first.
-        let node_bin = self.node.parent().expect("node's bin dir").to_path_buf();
-        let path = std::env::join_paths(
-            std::iter::once(node_bin).chain(std::env::var_os("PATH").iter().flat_map(std::env::split_paths)),
-        )
-        .expect("PATH");
         command
             .arg(&self.cli)
             .args(["--cli", "--format", "json"])
@@ -70,17 +64,21 @@ impl Inspector {
             .args(server_env())
             .arg("--")
             .arg(binary())
-            .args([
-                "mcp",
-                "--port",
-                &port.to_string(),
-                "--no-install-plugin",
-                "--allow-unpaired",
-            ])
-            .env("PATH", path)
-            .stdin(Stdio::null())
-            .kill_on_drop(true);
-        let what = format!("inspector {}", inspector_args.join(" "));
+            .args(unpaired_mcp_args(port));
+        self.finish(command, format!("inspector {}", inspector_args.join(" ")))
+            .await
+    }
+
+    /// Runs the Inspector `command` to its end (bounded by [`RUN_TIMEOUT`]), with its Node
+    /// first on PATH: the launcher may start other Node scripts, and they must get the
+    /// same Node 22.
+    async fn finish(&self, mut command: Command, what: String) -> Run {
+        let node_bin = self.node.parent().expect("node's bin dir").to_path_buf();
+        let path = std::env::join_paths(
+            std::iter::once(node_bin).chain(std::env::var_os("PATH").iter().flat_map(std::env::split_paths)),
+        )
+        .expect("PATH");
+        command.env("PATH", path).stdin(Stdio::null()).kill_on_drop(true);
         let output: Output = tokio::time::timeout(RUN_TIMEOUT, command.output())
             .await
             .unwrap_or_else(|_| panic!("{what}: no answer within {RUN_TIMEOUT:?}"))
@@ -102,33 +100,16 @@ impl Inspector {
     /// "Authorization: Bearer <token>" <inspector_args…>`.
     async fn run_http(&self, url: &str, token: &str, inspector_args: &[&str]) -> Run {
         let mut command = Command::new(&self.node);
-        let node_bin = self.node.parent().expect("node's bin dir").to_path_buf();
-        let path = std::env::join_paths(
-            std::iter::once(node_bin).chain(std::env::var_os("PATH").iter().flat_map(std::env::split_paths)),
-        )
-        .expect("PATH");
         command
             .arg(&self.cli)
             .args(["--cli", "--format", "json", "--transport", "http", "--server-url", url])
             .args(["--header", &format!("Authorization: Bearer {token}")])
-            .args(inspector_args)
-            .env("PATH", path)
-            .stdin(Stdio::null())
-            .kill_on_drop(true);
-        let what = format!("inspector --transport http {}", inspector_args.join(" "));
-        let output: Output = tokio::time::timeout(RUN_TIMEOUT, command.output())
-            .await
-            .unwrap_or_else(|_| panic!("{what}: no answer within {RUN_TIMEOUT:?}"))
-            .unwrap_or_else(|e| panic!("{what}: cannot run {}: {e}", self.node.display()));
-        let run = Run {
-            what,
-            code: output.status.code(),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        };
-        let shown: String = run.stdout.trim().chars().take(240).collect();
-        eprintln!("{}: exit {:?}: {shown}", run.what, run.code);
-        run
+            .args(inspector_args);
+        self.finish(
+            command,
+            format!("inspector --transport http {}", inspector_args.join(" ")),
+        )
+        .await
     }
 }
 
@@ -382,13 +363,7 @@ async fn the_mcp_inspector_drives_every_tool_and_a_result_page_over_http() {
     };
     let (port, http) = (free_port(), free_port());
     let mut server = Command::new(binary())
-        .args([
-            "mcp",
-            "--port",
-            &port.to_string(),
-            "--no-install-plugin",
-            "--allow-unpaired",
-        ])
+        .args(unpaired_mcp_args(port))
         .args(["--max-result-kib", "16", "--http", &format!("127.0.0.1:{http}")])
         .env("STUDIO_BRIDGE_LOG", "warn")
         .stdin(Stdio::null())

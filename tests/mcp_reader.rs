@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Value as Json, json};
 use support::free_port;
-use support::mcp_client::{binary, empty_config_dir};
+use support::mcp_client::{binary, empty_config_dir, unpaired_mcp_args};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
@@ -29,13 +29,7 @@ struct Server {
 /// `studio-bridge mcp` with the MCP reader's debug log on stderr, initialized.
 async fn start() -> Server {
     let mut child = tokio::process::Command::new(binary())
-        .args([
-            "mcp",
-            "--port",
-            &free_port().to_string(),
-            "--no-install-plugin",
-            "--allow-unpaired",
-        ])
+        .args(unpaired_mcp_args(free_port()))
         .env("STUDIO_BRIDGE_LOG", "warn,studio_bridge::mcp=debug")
         .env("STUDIO_BRIDGE_CONFIG_DIR", empty_config_dir())
         .env("NO_COLOR", "1")

@@ -11,7 +11,7 @@ use rmpv::Value;
 use serde_json::json;
 use support::fake_plugin::{FakePlugin, Identity, Reply, handler, studio_like};
 use support::free_port;
-use support::mcp_client::{Mcp, binary, empty_config_dir};
+use support::mcp_client::{Mcp, binary, empty_config_dir, unpaired_mcp_args};
 
 /// Whether something answers `/v1/health` on `port` as a studio-bridge host.
 fn host_is_up(port: u16) -> bool {
@@ -232,13 +232,7 @@ async fn mcp_exits_on_stdin_eof_as_host_and_as_peer() {
     let port = free_port();
     let spawn = || {
         std::process::Command::new(binary())
-            .args([
-                "mcp",
-                "--port",
-                &port.to_string(),
-                "--no-install-plugin",
-                "--allow-unpaired",
-            ])
+            .args(unpaired_mcp_args(port))
             .env("STUDIO_BRIDGE_CONFIG_DIR", empty_config_dir())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

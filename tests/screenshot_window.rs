@@ -76,6 +76,20 @@ fn pattern(seed: u32, x: u32, y: u32) -> [u8; 3] {
     ]
 }
 
+/// The RGB pixels of a result's image block, checked to be an RGB PNG of `size`.
+fn rgb_pixels(shot: &rmcp::model::CallToolResult, size: (u32, u32)) -> Vec<u8> {
+    let image = shot.content.iter().find_map(|c| c.as_image()).expect("an image block");
+    let png = base64::engine::general_purpose::STANDARD.decode(&image.data).unwrap();
+    let mut reader = png::Decoder::new(std::io::Cursor::new(png)).read_info().unwrap();
+    let mut pixels = vec![0; reader.output_buffer_size().unwrap()];
+    let frame = reader.next_frame(&mut pixels).unwrap();
+    assert_eq!(
+        (frame.width, frame.height, frame.color_type),
+        (size.0, size.1, png::ColorType::Rgb)
+    );
+    pixels
+}
+
 /// Creates, names and maps a window at (x, y), then paints `pattern(seed, …)` into it.
 fn painted_window(
     conn: &RustConnection,
@@ -195,15 +209,7 @@ async fn at_1920x1080_the_studio_window_is_captured_with_its_pixels() {
         (Some(1000), Some(700))
     );
     assert_eq!(result.get("blank"), None, "{result}");
-    let image = shot.content.iter().find_map(|c| c.as_image()).expect("an image block");
-    let png = base64::engine::general_purpose::STANDARD.decode(&image.data).unwrap();
-    let mut reader = png::Decoder::new(std::io::Cursor::new(png)).read_info().unwrap();
-    let mut pixels = vec![0; reader.output_buffer_size().unwrap()];
-    let frame = reader.next_frame(&mut pixels).unwrap();
-    assert_eq!(
-        (frame.width, frame.height, frame.color_type),
-        (1000, 700, png::ColorType::Rgb)
-    );
+    let pixels = rgb_pixels(&shot, (1000, 700));
     for y in 0..700 {
         for x in 0..1000 {
             let at = ((y * 1000 + x) * 3) as usize;
@@ -262,15 +268,7 @@ async fn in_play_the_studio_window_is_captured_for_client_and_edit() {
         assert_eq!(result["source"], "window", "{result}");
         assert_eq!(result["reason"], "play", "{result}");
         assert_eq!(result["context"], context, "{result}");
-        let image = shot.content.iter().find_map(|c| c.as_image()).expect("an image block");
-        let png = base64::engine::general_purpose::STANDARD.decode(&image.data).unwrap();
-        let mut reader = png::Decoder::new(std::io::Cursor::new(png)).read_info().unwrap();
-        let mut pixels = vec![0; reader.output_buffer_size().unwrap()];
-        let frame = reader.next_frame(&mut pixels).unwrap();
-        assert_eq!(
-            (frame.width, frame.height, frame.color_type),
-            (640, 400, png::ColorType::Rgb)
-        );
+        let pixels = rgb_pixels(&shot, (640, 400));
         for (x, y) in [(0u32, 0u32), (639, 0), (0, 399), (639, 399), (320, 200), (17, 301)] {
             let at = ((y * 640 + x) * 3) as usize;
             assert_eq!(pixels[at..at + 3], pattern(4, x, y), "{context}: pixel ({x}, {y})");

@@ -49,6 +49,19 @@ pub fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_studio-bridge")
 }
 
+/// `mcp --port PORT --no-install-plugin --allow-unpaired`: an `mcp` process that never
+/// touches a real Studio's plugins folder and lets fake plugins in without pairing.
+pub fn unpaired_mcp_args(port: u16) -> [String; 5] {
+    [
+        "mcp",
+        "--port",
+        &port.to_string(),
+        "--no-install-plugin",
+        "--allow-unpaired",
+    ]
+    .map(str::to_owned)
+}
+
 /// A config directory that holds no config file (it does not exist).
 pub fn empty_config_dir() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-studio-bridge-config")
