@@ -19,7 +19,7 @@ use tokio::process::{Child, Command};
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
 
 /// `mcp --http 127.0.0.1:<http>` on bridge port `port`, once it said where it serves;
-/// returns the child and the token file the startup line names.
+/// returns the child and the bearer token, read from the file the startup line names.
 async fn start(port: u16, http: u16) -> (Child, String) {
     let mut child = Command::new(binary())
         .args(unpaired_mcp_args(port))
@@ -47,7 +47,11 @@ async fn start(port: u16, http: u16) -> (Child, String) {
     assert!(line.starts_with(&expected), "{line}");
     let file = line[expected.len()..].trim_end_matches(')').to_owned();
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, file)
+    let token = std::fs::read_to_string(&file)
+        .expect("the named token file")
+        .trim()
+        .to_owned();
+    (child, token)
 }
 
 /// One raw POST of `body` to /mcp with `headers`; returns the status code and the response.
@@ -88,11 +92,7 @@ fn post(http: u16, headers: &[(&str, &str)], body: &str) -> (u16, String) {
 #[tokio::test]
 async fn http_refuses_without_the_token_and_from_a_foreign_origin_and_serves_with_it() {
     let (port, http) = (free_port(), free_port());
-    let (_child, token_file) = start(port, http).await;
-    let token = std::fs::read_to_string(&token_file)
-        .expect("the named token file")
-        .trim()
-        .to_owned();
+    let (_child, token) = start(port, http).await;
     let bearer = format!("Bearer {token}");
 
     let (code, text) = post(http, &[], INITIALIZE);
@@ -159,11 +159,7 @@ async fn rmcp_clients_over_http_get_the_stdio_catalogue_the_resources_and_the_to
     use support::mcp_client::Mcp;
 
     let (port, http) = (free_port(), free_port());
-    let (_child, token_file) = start(port, http).await;
-    let token = std::fs::read_to_string(&token_file)
-        .expect("the named token file")
-        .trim()
-        .to_owned();
+    let (_child, token) = start(port, http).await;
     let plugin = FakePlugin::connect(port, Identity::edit("A"), studio_like()).await;
     let url = format!("http://127.0.0.1:{http}/mcp");
     let connect = |token: Option<&str>| {

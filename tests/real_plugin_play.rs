@@ -149,17 +149,9 @@ async fn play_with_three_clients_is_carried_over_one_web_stream() {
     let port = free_port();
     let mcp = Mcp::spawn_paired(port, &[]).await;
     let mut studio = HeadlessStudio::start_with(port, &rbxm, "play", &["--clients", "3"]);
-    for context in ["edit", "server", "client", "client2", "client3"] {
-        studio
-            .wait_for_line(
-                &format!(
-                    "[harness] connected context={}",
-                    context.trim_end_matches(char::is_numeric)
-                ),
-                Duration::from_secs(30),
-            )
-            .await;
-    }
+    studio
+        .wait_connected(&["edit", "server", "client", "client", "client"])
+        .await;
     let sessions = mcp.ok("studio_sessions", json!({})).await;
     let sessions = sessions["sessions"].as_array().unwrap();
     let contexts: Vec<&str> = sessions.iter().map(|s| s["context"].as_str().unwrap()).collect();
@@ -228,14 +220,7 @@ async fn exec_in_play_compiles_through_a_module_script_outside_the_data_model() 
     let port = free_port();
     let mcp = Mcp::spawn_paired(port, &[]).await;
     let mut studio = HeadlessStudio::start(port, &rbxm, "play");
-    for context in ["edit", "server", "client"] {
-        studio
-            .wait_for_line(
-                &format!("[harness] connected context={context}"),
-                Duration::from_secs(30),
-            )
-            .await;
-    }
+    studio.wait_connected(&["edit", "server", "client"]).await;
     let script = "print('in play', 1)\nwarn('careful')\nreturn game:GetService('RunService'):IsServer(), script.Parent, script.ClassName";
     for (context, is_server) in [("server", true), ("client", false)] {
         let out = exchange(&mcp, "studio_exec", json!({"script": script, "context": context})).await;

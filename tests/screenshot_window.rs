@@ -252,14 +252,7 @@ async fn in_play_the_studio_window_is_captured_for_client_and_edit() {
     let port = free_port();
     let mcp = Mcp::spawn_paired_with_env(port, &[], &[("DISPLAY", Some(&xvfb.display))]).await;
     let mut studio = HeadlessStudio::start_with(port, &rbxm, "play", &["--viewport", "320x180"]);
-    for context in ["edit", "server", "client"] {
-        studio
-            .wait_for_line(
-                &format!("[harness] connected context={context}"),
-                Duration::from_secs(30),
-            )
-            .await;
-    }
+    studio.wait_connected(&["edit", "server", "client"]).await;
     for context in ["client", "edit"] {
         let shot = mcp.call("studio_screenshot", json!({"context": context})).await;
         assert_ne!(shot.is_error, Some(true), "{context}: {shot:?}");

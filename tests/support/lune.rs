@@ -115,6 +115,18 @@ impl HeadlessStudio {
     }
 
     /// Waits for a harness line containing `needle`.
+    /// Waits until the harness has said `[harness] connected context=<c>` for each of
+    /// `contexts`, in order (a context named twice waits for two connections).
+    pub async fn wait_connected(&mut self, contexts: &[&str]) {
+        for context in contexts {
+            self.wait_for_line(
+                &format!("[harness] connected context={context}"),
+                Duration::from_secs(30),
+            )
+            .await;
+        }
+    }
+
     pub async fn wait_for_line(&mut self, needle: &str, timeout: Duration) -> String {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
