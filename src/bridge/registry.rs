@@ -115,20 +115,44 @@ impl Registry {
 
     /// The session list, waiting (until `deadline` at most) through the startup grace
     /// when it is empty: an agent's first `studio_sessions`, sent the moment its MCP server
-    /// starts, must not report "no Studio" while the plugins are still reconnecting.
+    /// starts, must not report "no Studio" while the plugins are still reconnecting. Within
+    /// the grace, a list whose edit session reports a playtest also waits one
+    /// [`SIBLING_WINDOW`] after the newest hello, as a call routed there does: the test's
+    /// server and clients reconnect on the same backoff and must not be left out.
     pub async fn sessions_after_startup(&self, deadline: tokio::time::Instant) -> Vec<SessionInfo> {
         let grace_end = tokio::time::Instant::from_std(self.started + self.startup_grace);
         let mut changes = self.changed.subscribe();
         loop {
             changes.mark_unchanged();
+            let until = match self.siblings_settle() {
+                Settled::Empty => grace_end,
+                Settled::At(instant) => tokio::time::Instant::from_std(instant).min(grace_end),
+                Settled::Now => tokio::time::Instant::now(),
+            }
+            .min(deadline);
             let sessions = self.sessions();
-            if !sessions.is_empty() || tokio::time::Instant::now() >= grace_end.min(deadline) {
+            if tokio::time::Instant::now() >= until {
                 return sessions;
             }
             tokio::select! {
                 changed = changes.changed() => if changed.is_err() { return sessions },
-                () = tokio::time::sleep_until(grace_end.min(deadline)) => {}
+                () = tokio::time::sleep_until(until) => {}
             }
+        }
+    }
+
+    /// When the session list is complete as far as hellos can tell.
+    fn siblings_settle(&self) -> Settled {
+        let sessions = lock(&self.sessions);
+        if sessions.is_empty() {
+            return Settled::Empty;
+        }
+        let in_a_test = sessions
+            .iter()
+            .any(|s| s.hello.context == Context::Edit && s.hello.state != "Edit");
+        match sessions.iter().map(|s| s.connected_at).max() {
+            Some(newest) if in_a_test => Settled::At(newest + SIBLING_WINDOW),
+            _ => Settled::Now,
         }
     }
 
@@ -502,6 +526,15 @@ impl Registry {
     }
 }
 
+/// When [`Registry::sessions_after_startup`] may answer.
+enum Settled {
+    /// No session yet: at the end of the startup grace.
+    Empty,
+    /// A playtest's sessions may still be on their way until then.
+    At(Instant),
+    Now,
+}
+
 /// What resolution found, with the links looked up.
 enum Found {
     Link(Arc<Link>, Ran),
@@ -783,6 +816,31 @@ mod tests {
                 .is_empty()
         );
         assert!(started.elapsed() < Duration::from_millis(500));
+    }
+
+    #[tokio::test]
+    async fn a_list_during_the_startup_grace_waits_for_a_reported_playtests_server() {
+        let registry = Registry::with_graces(0, Duration::from_secs(10), Duration::from_secs(60));
+        let waiting = Arc::clone(&registry);
+        let listed = tokio::spawn(async move {
+            waiting
+                .sessions_after_startup(tokio::time::Instant::now() + Duration::from_secs(30))
+                .await
+        });
+        tokio::task::yield_now().await;
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let mut edit = hello("edit");
+        edit.state = "Play".into();
+        registry.connect(edit, Link::new(Framing::Binary, tx.clone()));
+        // The test's server reconnects a moment later, within the sibling window.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let mut server = hello("server");
+        server.context = Context::Server;
+        server.state = "Server".into();
+        registry.connect(server, Link::new(Framing::Binary, tx));
+        let sessions = listed.await.unwrap();
+        let contexts: Vec<Context> = sessions.iter().map(|s| s.context).collect();
+        assert_eq!(contexts, [Context::Edit, Context::Server]);
     }
 
     #[tokio::test]
