@@ -145,7 +145,7 @@ impl Command for ScriptEdit {
             source = luau::format::format(&source).await.map_err(|why| {
                 ToolError::new(
                     ErrorCode::InvalidArgs,
-                    format!("format: {why}; nothing was written. Without format the source is written as it is."),
+                    format!("format: {why}; nothing was written (leave out format to write the source as it is)."),
                 )
             })?;
         }
