@@ -10,7 +10,7 @@
 //! diagnostics and formatting its CI gives.
 
 use std::ffi::OsStr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -60,36 +60,45 @@ impl Tool {
         S: AsRef<OsStr>,
     {
         let program = self.find().ok_or_else(|| self.missing())?;
-        let mut child = Command::new(&program)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| format!("{} ({}) could not be started: {e}", self.name, program.display()))?;
-        let mut input = child.stdin.take();
-        let text = stdin.to_owned();
-        // Written beside the reading: a large source would fill the pipe while the tool
-        // fills its stdout. A tool that exits without reading it all is not an error here.
-        let writer = tokio::spawn(async move {
-            if let Some(input) = input.as_mut() {
-                let _ = input.write_all(text.as_bytes()).await;
-                let _ = input.shutdown().await;
-            }
-        });
-        let finished = tokio::time::timeout(DEADLINE, child.wait_with_output()).await;
-        writer.abort();
-        // On the deadline the future owning the child was dropped, which killed it.
-        let output = finished
-            .map_err(|_| format!("{} took longer than {}s and was stopped", self.name, DEADLINE.as_secs()))?
-            .map_err(|e| format!("{} could not be read: {e}", self.name))?;
-        Ok(Ran {
-            success: output.status.success(),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        })
+        run(self.name, &program, args, stdin, DEADLINE).await
     }
+}
+
+/// Runs `program` (named `name` in messages) as [`Tool::run`] does, within `deadline`.
+async fn run<I, S>(name: &str, program: &Path, args: I, stdin: &str, deadline: Duration) -> Result<Ran, String>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("{name} ({}) could not be started: {e}", program.display()))?;
+    let mut input = child.stdin.take();
+    let text = stdin.to_owned();
+    // Written beside the reading: a large source would fill the pipe while the tool
+    // fills its stdout. A tool that exits without reading it all is not an error here.
+    let writer = tokio::spawn(async move {
+        if let Some(input) = input.as_mut() {
+            let _ = input.write_all(text.as_bytes()).await;
+            let _ = input.shutdown().await;
+        }
+    });
+    let finished = tokio::time::timeout(deadline, child.wait_with_output()).await;
+    writer.abort();
+    // On the deadline the future owning the child was dropped, which killed it.
+    let output = finished
+        .map_err(|_| format!("{name} took longer than {:.1}s and was stopped", deadline.as_secs_f64()))?
+        .map_err(|e| format!("{name} could not be read: {e}"))?;
+    Ok(Ran {
+        success: output.status.success(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    })
 }
 
 /// What a tool printed, and whether it exited 0.
@@ -115,5 +124,57 @@ impl Ran {
         } else {
             cut
         }
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_large_input_is_fed_while_the_output_is_read() {
+        // 2 MB both ways: more than a pipe holds, so writing first and reading after would
+        // hang; `cat` answers as it reads.
+        let input = "print(1)\n".repeat(250_000);
+        let ran = run("cat", Path::new("/bin/cat"), ["-"], &input, Duration::from_secs(30))
+            .await
+            .expect("cat ran");
+        assert!(ran.success);
+        assert_eq!(ran.stdout.len(), input.len());
+        assert!(ran.stdout == input, "the output is the input, whole");
+    }
+
+    #[tokio::test]
+    async fn a_tool_past_its_deadline_is_stopped_with_a_message() {
+        let outcome = run(
+            "sleepy",
+            Path::new("/bin/sh"),
+            ["-c", "exec sleep 30"],
+            "",
+            Duration::from_millis(200),
+        )
+        .await;
+        let message = outcome.expect_err("stopped at the deadline");
+        assert_eq!(message, "sleepy took longer than 0.2s and was stopped");
+    }
+
+    #[tokio::test]
+    async fn a_failing_tool_is_its_stderr_in_one_line() {
+        let ran = run(
+            "noisy",
+            Path::new("/bin/sh"),
+            ["-c", "echo 'first line' >&2; echo '  second' >&2; exit 2"],
+            "",
+            Duration::from_secs(30),
+        )
+        .await
+        .expect("it ran");
+        assert!(!ran.success);
+        assert_eq!(ran.complaint(), "first line second");
+        let gone = run("absent", Path::new("/no/such/tool"), ["-"], "", Duration::from_secs(30)).await;
+        assert!(
+            gone.expect_err("not started")
+                .starts_with("absent (/no/such/tool) could not be started")
+        );
     }
 }
