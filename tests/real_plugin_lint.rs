@@ -159,6 +159,34 @@ async fn diagnostics_name_the_new_lines_of_an_unknown_global_and_an_unused_local
     assert_eq!(made["diagnostics"][0]["code"], "deprecated", "{made}");
     assert_eq!(made["diagnostics"][0]["line"], 1, "{made}");
 
+    // Six scripts in one create (more than are linted at once): each finding names its
+    // script, in item order, on the line of that script's own unknown global.
+    let items: Vec<Json> = (1..=6)
+        .map(|n| {
+            json!({"className": "ModuleScript", "parent": "ServerStorage", "name": format!("M{n}"),
+                "source": format!("{}return unknown{n}\n", "local _ = 1\n".repeat(n))})
+        })
+        .collect();
+    let many = exchange(&mcp, "studio_create", json!({ "items": items })).await;
+    let listed: Vec<(String, u64, String)> = many["diagnostics"]
+        .as_array()
+        .unwrap_or_else(|| panic!("diagnostics in {many}"))
+        .iter()
+        .map(|d| {
+            let message = d["message"].as_str().unwrap();
+            let name = message.split('`').nth(1).unwrap_or(message).to_owned();
+            (
+                d["path"].as_str().unwrap().to_owned(),
+                d["line"].as_u64().unwrap(),
+                name,
+            )
+        })
+        .collect();
+    let want: Vec<(String, u64, String)> = (1..=6)
+        .map(|n| (format!("game.ServerStorage.M{n}"), n + 1, format!("unknown{n}")))
+        .collect();
+    assert_eq!(listed, want, "{many}");
+
     let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
     let _ = std::fs::remove_dir_all(&dir);
 }
