@@ -144,7 +144,8 @@ impl Record {
 }
 
 /// The selene.toml of ours (std = [`ROBLOX_STD`]) in the cache folder, written when absent
-/// or different (through a temporary file and a rename: several `mcp` processes may race).
+/// or different (through a temporary file and a rename: lints in this and other `mcp`
+/// processes may race).
 fn our_config() -> Result<PathBuf, String> {
     let dir = dirs::cache_dir()
         .or_else(|| Some(std::env::temp_dir()))
@@ -160,7 +161,8 @@ fn our_config() -> Result<PathBuf, String> {
             continue;
         }
         let written = std::fs::create_dir_all(&dir).and_then(|()| {
-            let temporary = path.with_extension(format!("{}.tmp", std::process::id()));
+            // A name of its own: lints run side by side, in this process and others.
+            let temporary = path.with_extension(format!("{}.tmp", uuid::Uuid::new_v4().simple()));
             std::fs::write(&temporary, &text)?;
             std::fs::rename(&temporary, &path)
         });
