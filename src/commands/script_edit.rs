@@ -6,7 +6,12 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use std::fmt::Write as _;
+
+use serde_json::Value as Json;
+
 use super::{Command, Invocation, Kind, Output, Spec};
+use crate::human::render::{Rendered, Style, clean};
 use crate::luau;
 use crate::protocol::{Context, ErrorCode, ToolError, value};
 
@@ -309,4 +314,74 @@ fn validate(args: &ScriptEditArgs) -> Result<(), ToolError> {
     Ok(())
 }
 
-impl super::Render for ScriptEdit {}
+impl super::Render for ScriptEdit {
+    /// `path: N lines, hash H`, then one line a diagnostic, `line:column severity code
+    /// message` (as an editor's problem list reads); why there are none on stderr.
+    fn render(result: &Json, out: Style, err: Style) -> Option<Rendered> {
+        let mut rendered = Rendered::default();
+        let dry = if result.get("dryRun") == Some(&Json::Bool(true)) {
+            " (dry run: nothing written)"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            rendered.stdout,
+            "{}: {} lines, hash {}{dry}",
+            out.bold(&clean(result.get("path")?.as_str()?)),
+            result.get("lineCount")?.as_u64()?,
+            clean(result.get("hash")?.as_str()?)
+        );
+        for found in result.get("diagnostics").and_then(Json::as_array).into_iter().flatten() {
+            let text = |key: &str| clean(found.get(key).and_then(Json::as_str).unwrap_or("")).into_owned();
+            let severity = text("severity");
+            let painted = if severity == "error" {
+                out.red(&severity)
+            } else {
+                out.yellow(&severity)
+            };
+            let _ = writeln!(
+                rendered.stdout,
+                "{}:{} {painted} {} {}",
+                found.get("line").and_then(Json::as_u64).unwrap_or(0),
+                found.get("column").and_then(Json::as_u64).unwrap_or(0),
+                out.dim(&text("code")),
+                text("message")
+            );
+        }
+        if let Some(omitted) = result.get("diagnosticsOmitted").and_then(Json::as_u64) {
+            let _ = writeln!(rendered.stdout, "… and {omitted} more diagnostics");
+        }
+        if let Some(why) = result.get("diagnosticsSkipped").and_then(Json::as_str) {
+            let note = format!("note: no diagnostics: {}", clean(why));
+            let _ = writeln!(rendered.stderr, "{}", err.yellow(&note));
+        }
+        Some(rendered)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::plain;
+    use serde_json::json;
+
+    #[test]
+    fn an_edit_reads_as_its_path_then_one_line_a_diagnostic() {
+        let edited = json!({"hash": "h-9", "lineCount": 3, "path": "game.S", "diagnostics": [
+            {"line": 2, "column": 7, "severity": "warning", "code": "unused_variable", "message": "a is unused"},
+            {"line": 3, "column": 1, "severity": "error", "code": "undefined_variable", "message": "`b` is not defined"},
+        ]});
+        let rendered = plain("script_edit", &edited);
+        assert_eq!(
+            rendered.stdout,
+            "game.S: 3 lines, hash h-9\n2:7 warning unused_variable a is unused\n3:1 error undefined_variable `b` is not defined\n"
+        );
+        assert_eq!(rendered.stderr, "");
+        let skipped = json!({"hash": "h-1", "lineCount": 1, "path": "game.S", "dryRun": true, "diagnosticsSkipped": "selene not found"});
+        let rendered = plain("script_edit", &skipped);
+        assert_eq!(
+            rendered.stdout,
+            "game.S: 1 lines, hash h-1 (dry run: nothing written)\n"
+        );
+        assert_eq!(rendered.stderr, "note: no diagnostics: selene not found\n");
+    }
+}
