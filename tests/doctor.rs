@@ -11,9 +11,10 @@ use std::time::Duration;
 
 use serde_json::Value as Json;
 use support::fake_plugin::{FakePlugin, Identity, studio_like};
-use support::free_port;
+use support::lune::luau_tool;
 use support::mcp_client::binary;
 use support::squatter::{Ploy, Squatter};
+use support::{free_port, missing_tool};
 
 /// One machine's worth of studio-bridge state, under a fresh folder.
 struct Machine {
@@ -71,6 +72,11 @@ impl Machine {
             .env("HOME", self.root.join("home"))
             .env("ROBLOX_STUDIO_PATH", self.root.join("studio"))
             .stdin(Stdio::null());
+        // The project's Luau tools where this machine has them (the all-well test requires
+        // them); "" where not: doctor then warns, whatever the user's PATH holds.
+        for (name, variable) in [("selene", "STUDIO_BRIDGE_SELENE"), ("stylua", "STUDIO_BRIDGE_STYLUA")] {
+            command.env(variable, luau_tool(name).unwrap_or_default());
+        }
         command
     }
 
@@ -240,6 +246,10 @@ async fn nothing_installed_exits_1_with_the_install_fix_and_installing_fixes_it(
 
 #[tokio::test]
 async fn a_running_host_and_a_paired_plugin_are_all_well_and_the_session_is_listed() {
+    if luau_tool("selene").is_none() || luau_tool("stylua").is_none() {
+        missing_tool("selene and stylua are needed for doctor to find them all well");
+        return;
+    }
     let machine = Machine::new("well");
     let dir = machine.plugins("plugins");
     machine.install(&["--out", dir.to_str().unwrap()]).await;
@@ -285,7 +295,9 @@ async fn a_running_host_and_a_paired_plugin_are_all_well_and_the_session_is_list
             "plugin",
             "pairing",
             "sessions",
-            "sourcemap"
+            "sourcemap",
+            "selene",
+            "stylua"
         ]
     );
     for name in names {
@@ -327,9 +339,16 @@ async fn a_running_host_and_a_paired_plugin_are_all_well_and_the_session_is_list
         .await;
     assert_eq!(human.code, Some(0));
     let lines: Vec<&str> = human.stdout.lines().collect();
-    assert_eq!(lines.len(), 10, "one line per check and the verdict: {}", human.stdout);
-    assert!(lines[..9].iter().all(|l| l.starts_with("ok ")), "{}", human.stdout);
-    assert_eq!(lines[9], "all is well");
+    assert_eq!(lines.len(), 12, "one line per check and the verdict: {}", human.stdout);
+    assert!(lines[..11].iter().all(|l| l.starts_with("ok ")), "{}", human.stdout);
+    assert_eq!(lines[11], "all is well");
+    assert!(
+        check(&report, "selene")["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with(&luau_tool("selene").unwrap().display().to_string()),
+        "where it was found: {report}"
+    );
 }
 
 #[tokio::test]
@@ -503,6 +522,28 @@ async fn a_port_held_by_an_unproven_process_is_a_problem_naming_how_to_find_it()
         );
         drop(squatter);
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn without_selene_and_stylua_doctor_warns_what_a_script_write_loses() {
+    let machine = Machine::new("no-luau-tools");
+    let port = machine.port.to_string();
+    // The overrides name no executable: neither tool counts as installed, whatever PATH has.
+    let output = machine
+        .command(&["doctor", "--json", "--port", &port])
+        .env("STUDIO_BRIDGE_SELENE", "")
+        .env("STUDIO_BRIDGE_STYLUA", "")
+        .output()
+        .await
+        .expect("ran");
+    let report: Json = serde_json::from_slice(&output.stdout).expect("doctor --json");
+    for (tool, lost) in [("selene", "carry no diagnostics"), ("stylua", "format: true fails")] {
+        let found = check(&report, tool);
+        assert_eq!(found["status"], "warn", "{report}");
+        let detail = found["detail"].as_str().unwrap();
+        assert!(detail.starts_with(&format!("{tool} not found on PATH")), "{detail}");
+        assert!(detail.contains(lost) && detail.contains("rokit add"), "{detail}");
     }
 }
 

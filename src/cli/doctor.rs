@@ -8,7 +8,8 @@
 //! folder, the installed plugin (whether it is this binary's plugin and carries the
 //! current secret), when a host runs, the sessions connected to it (joined as a peer, as
 //! `studio-bridge sessions` does), and the project's sourcemap (`--sourcemap`, else
-//! `sourcemap.json` here) and how many scripts it maps to files. Each check is ok, warn (worth knowing, nothing
+//! `sourcemap.json` here) and how many scripts it maps to files, and whether the project's
+//! selene and stylua are found (script writes' diagnostics and `format`). Each check is ok, warn (worth knowing, nothing
 //! to fix) or problem (with the exact command that fixes it); the exit code is 1 when any
 //! check is a problem. Nothing here hosts the bridge or writes a file.
 
@@ -218,6 +219,25 @@ pub async fn diagnose(options: &HostOptions, plugin_out: Option<&Path>) -> Repor
         }
     }
     checks.push(sourcemap_check(options.sourcemap().status()));
+    let selene = &crate::luau::lint::SELENE;
+    let stylua = &crate::luau::format::STYLUA;
+    let config = if Path::new("selene.toml").is_file() {
+        "this folder's selene.toml"
+    } else {
+        "studio-bridge's Roblox std (no selene.toml here)"
+    };
+    checks.push(luau_tool_check(
+        selene.name,
+        selene.find(),
+        &format!("script writes carry its diagnostics, with {config}"),
+        &format!("{}: script writes carry no diagnostics", selene.missing()),
+    ));
+    checks.push(luau_tool_check(
+        stylua.name,
+        stylua.find(),
+        "script_edit's format: true runs it",
+        &format!("{}: script_edit's format: true fails", stylua.missing()),
+    ));
     Report {
         ok: checks.iter().all(|c| c.ok),
         version: SERVER_VERSION,
@@ -255,6 +275,16 @@ fn sourcemap_check(status: sourcemap::Status) -> Check {
             format!("the sourcemap {}: {problem}", path.display()),
             format!("write it again: `{REGENERATE}` (add --watch to keep it current)"),
         ),
+    }
+}
+
+/// The project's selene or stylua, which `mcp` runs in this folder (src/luau/tool.rs): where
+/// it was found and what it does, or what is missing without it. A warning at most: both are
+/// optional.
+fn luau_tool_check(name: &'static str, found: Option<PathBuf>, does: &str, without: &str) -> Check {
+    match found {
+        Some(path) => Check::ok(name, format!("{}: {does}", path.display())),
+        None => Check::warn(name, without.to_owned()),
     }
 }
 
@@ -685,6 +715,19 @@ mod tests {
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         assert_eq!(inspect_private_file(&path), FileState::Private("value".into()));
         let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    #[test]
+    fn a_luau_tool_is_named_where_found_and_a_warning_saying_what_is_lost_when_not() {
+        let found = luau_tool_check("selene", Some(PathBuf::from("/tools/selene")), "lints", "none");
+        assert_eq!(
+            (found.status, found.detail.as_str()),
+            (Status::Ok, "/tools/selene: lints")
+        );
+        let missing = luau_tool_check("stylua", None, "formats", "stylua not found: format fails");
+        assert_eq!(missing.status, Status::Warn);
+        assert!(missing.ok, "a warning, not a problem: {missing:?}");
+        assert_eq!(missing.detail, "stylua not found: format fails");
     }
 
     #[test]

@@ -11,6 +11,8 @@ use serde_json::{Map, Value as Json};
 use super::reflection::{self, sentence};
 use std::collections::BTreeMap;
 
+use futures_util::StreamExt as _;
+
 use super::files::Files;
 use super::{Command, Invocation, Kind, Output, Spec};
 use crate::luau;
@@ -56,12 +58,30 @@ pub struct CreateItem {
 }
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct CreateResult {
     /// The new instances' paths, in item order.
     pub created: Vec<String>,
     /// `{path: file}` for the new scripts the project's sourcemap maps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub files: Option<BTreeMap<String, String>>,
+    /// selene's findings in the new scripts' sources (never blocking).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnostics: Option<Vec<ScriptDiagnostic>>,
+    /// How many diagnostics past the first hundred were left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnostics_omitted: Option<u32>,
+    /// Why a source was not linted (selene missing or failed); the instances were created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnostics_skipped: Option<String>,
+}
+
+/// A finding in the script at `path`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ScriptDiagnostic {
+    pub path: String,
+    #[serde(flatten)]
+    pub diagnostic: luau::lint::Diagnostic,
 }
 
 pub struct Create;
@@ -111,7 +131,7 @@ impl Command for Create {
         }
         reflection::load().await;
         check_api(&args)?;
-        cx.forward(&Self::SPEC, &args).await
+        create_and_lint(&args, cx).await
     }
 }
 
@@ -132,11 +152,11 @@ fn check_api(args: &CreateArgs) -> Result<(), ToolError> {
     Ok(())
 }
 
-/// Luau's parser over every script source an item writes (`source`, or a string `Source`
-/// property), before anything reaches Studio: a syntax error creates nothing.
-fn check_syntax(args: &CreateArgs) -> Result<(), ToolError> {
+/// Every script source an item writes (`source`, or a string `Source` property): its item's
+/// index, the field it is in, and the source.
+fn sources(args: &CreateArgs) -> Vec<(usize, String, &str)> {
+    let mut found = Vec::new();
     for (i, item) in args.items.iter().enumerate() {
-        let n = i + 1;
         let property = item
             .properties
             .iter()
@@ -146,22 +166,78 @@ fn check_syntax(args: &CreateArgs) -> Result<(), ToolError> {
             item.source.as_deref().map(|s| ("source".to_owned(), s)),
             property.and_then(|(k, v)| Some((format!("properties.{k}"), v.as_str()?))),
         ];
-        for (field, source) in sources.into_iter().flatten() {
-            if let Err(errors) = luau::check(source) {
-                let first = errors.first().map(|e| format!("line {}: {}", e.line, e.message));
-                return Err(ToolError::new(
-                    ErrorCode::SyntaxError,
-                    format!(
-                        "item {n}: {field}: {}; nothing was created. Fix the source, or pass check: false for syntax newer than the bundled Luau {}.",
-                        first.unwrap_or_default(),
-                        luau::version()
-                    ),
-                )
-                .with_details(luau::details(&errors)));
-            }
+        found.extend(sources.into_iter().flatten().map(|(field, source)| (i, field, source)));
+    }
+    found
+}
+
+/// Luau's parser over every script source, before anything reaches Studio: a syntax error
+/// creates nothing.
+fn check_syntax(args: &CreateArgs) -> Result<(), ToolError> {
+    for (i, field, source) in sources(args) {
+        let n = i + 1;
+        if let Err(errors) = luau::check(source) {
+            let first = errors.first().map(|e| format!("line {}: {}", e.line, e.message));
+            return Err(ToolError::new(
+                ErrorCode::SyntaxError,
+                format!(
+                    "item {n}: {field}: {}; nothing was created. Fix the source, or pass check: false for syntax newer than the bundled Luau {}.",
+                    first.unwrap_or_default(),
+                    luau::version()
+                ),
+            )
+            .with_details(luau::details(&errors)));
         }
     }
     Ok(())
+}
+
+/// How many selene processes one `create` runs at once.
+const LINTS_AT_ONCE: usize = 4;
+
+/// Creates, while selene lints every script source (luau::lint, never blocking); the result
+/// carries each finding with its new script's path.
+async fn create_and_lint(args: &CreateArgs, cx: &Invocation) -> Result<Output, ToolError> {
+    let sources = sources(args);
+    if sources.is_empty() {
+        return cx.forward(&Create::SPEC, args).await;
+    }
+    // A few selene processes at a time, in item order: a create of fifty scripts must not
+    // start fifty.
+    // (Owned texts: a stream of futures borrowing them is not Send for the command table.)
+    let texts: Vec<String> = sources.iter().map(|(_, _, source)| (*source).to_owned()).collect();
+    let lints = futures_util::stream::iter(texts)
+        .map(|source| async move { luau::lint::lint(&source).await })
+        .buffered(LINTS_AT_ONCE)
+        .collect::<Vec<_>>();
+    let (created, lints) = tokio::join!(cx.forward(&Create::SPEC, args), lints);
+    let mut result = created?.value();
+    let Some(map) = result.as_object_mut() else {
+        return Ok(Output::json(result));
+    };
+    let paths: Vec<String> = map
+        .get("created")
+        .and_then(Json::as_array)
+        .map(|c| c.iter().map(|p| p.as_str().unwrap_or_default().to_owned()).collect())
+        .unwrap_or_default();
+    let mut found = Vec::new();
+    let mut skipped = None;
+    for ((i, _, _), lint) in sources.iter().zip(lints) {
+        match lint {
+            luau::lint::Lint::Found(diagnostics) => {
+                let path = paths.get(*i).cloned().unwrap_or_else(|| format!("item {}", i + 1));
+                found.extend(diagnostics.into_iter().map(|diagnostic| ScriptDiagnostic {
+                    path: path.clone(),
+                    diagnostic,
+                }));
+            }
+            luau::lint::Lint::Skipped(why) => {
+                skipped.get_or_insert(why);
+            }
+        }
+    }
+    luau::lint::annotate_all(map, found, skipped);
+    Ok(Output::json(result))
 }
 
 /// What needs no Studio to refuse: errors name the item (1-based) like the plugin's.

@@ -6,7 +6,13 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use std::fmt::Write as _;
+
+use serde_json::Value as Json;
+
 use super::{Command, Invocation, Kind, Output, Spec};
+use crate::human::render::{Rendered, Style, clean};
+use crate::luau;
 use crate::protocol::{Context, ErrorCode, ToolError, value};
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -17,7 +23,8 @@ pub struct ScriptEditArgs {
     pub source: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edits: Option<Vec<LineEdit>>,
-    /// Plain text.
+    // Plain text, not a pattern (the tool's description says "plain": the catalogue's budget
+    // had no room for both that and `format`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub find: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -44,6 +51,10 @@ pub struct ScriptEditArgs {
     #[serde(default, skip_serializing)]
     #[schemars(skip)]
     pub force: bool,
+    // true: stylua formats the new source (the project's stylua.toml) before it is checked.
+    // (No doc comment, as for dryRun; never sent to the plugin: the host formats.)
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub format: bool,
 }
 
 /// Lines startLine..endLine (inclusive) become `text`; endLine = startLine - 1 inserts.
@@ -66,6 +77,15 @@ pub struct ScriptEditResult {
     /// true: nothing was written (the call asked for `dryRun`).
     #[serde(default, skip_serializing_if = "is_false")]
     pub dry_run: bool,
+    /// selene's findings in the new source (never blocking).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnostics: Option<Vec<luau::lint::Diagnostic>>,
+    /// How many diagnostics past the first hundred were left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnostics_omitted: Option<u32>,
+    /// Why there are no diagnostics (selene missing or failed); the write went through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnostics_skipped: Option<String>,
 }
 
 /// What the plugin answers for a `dryRun`: the new source its edit would make, and the hash
@@ -91,7 +111,7 @@ impl Command for ScriptEdit {
     type Result = ScriptEditResult;
     const SPEC: Spec = Spec {
         name: "script_edit",
-        description: "Edit script source: whole, line ranges, or find/replace.",
+        description: "Edit a script: whole, line ranges, or plain find/replace.",
         needs_session: true,
         default_context: Context::Edit,
         timeout: Duration::from_secs(10),
@@ -108,61 +128,114 @@ impl Command for ScriptEdit {
     /// applied by the plugin's own rules as a dry run first: the host checks the source they
     /// would make (so a syntax error names the new source's lines), then writes that source
     /// whole against the hash it was made from, so a change in between is a `conflict`,
-    /// never lost. `dryRun` stops after the check.
+    /// never lost. `format` has stylua format the new source before the check; selene's
+    /// diagnostics of the new source ride on the result (luau::lint, never blocking).
+    /// `dryRun` stops after the check and the lint.
     async fn run(args: ScriptEditArgs, cx: &Invocation) -> Result<Output, ToolError> {
         validate(&args)?;
         if !args.force {
             super::files::refuse_file_backed(&args.path, cx.sourcemap().as_deref())?;
         }
-        if let Some(source) = args.source.as_deref().filter(|_| !args.dry_run) {
-            if args.check {
-                check_syntax(source)?;
+        // The new source, and what it is written against: a whole source needs no preview
+        // unless nothing is to be written.
+        let (preview, mut source) = match args.source.clone().filter(|_| !args.dry_run) {
+            Some(source) => (None, source),
+            None => {
+                let preview = self::preview(&args, cx).await?;
+                let source = preview.source.clone();
+                (Some(preview), source)
             }
-            return cx.forward(&Self::SPEC, &args).await;
-        }
-        let preview = ScriptEditArgs {
-            dry_run: true,
-            ..args.clone()
         };
-        let raw = cx
-            .call_plugin_to_preview(&Self::SPEC, &preview, Self::SPEC.timeout)
-            .await?;
-        let preview: Preview = raw
-            .decode()
-            .map(value::into_json)
-            .ok()
-            .and_then(|json| serde_json::from_value(json).ok())
-            .ok_or_else(|| {
+        if args.format {
+            source = luau::format::format(&source).await.map_err(|why| {
                 ToolError::new(
-                    ErrorCode::PluginError,
-                    "The plugin answered script_edit's dry run without the new source; update the plugin (studio-bridge install-plugin).",
+                    ErrorCode::InvalidArgs,
+                    format!("format: {why}; nothing was written (leave out format to write the source as it is)."),
                 )
             })?;
+        }
         if args.check {
-            check_syntax(&preview.source)?;
+            check_syntax(&source)?;
         }
-        if args.dry_run {
-            return Ok(Output::json(serde_json::json!({
-                "hash": preview.hash,
-                "lineCount": preview.line_count,
-                "path": preview.path,
-                "dryRun": true,
-            })));
-        }
+        let (path, expected_hash) = match &preview {
+            Some(preview) => (preview.path.clone(), Some(preview.base_hash.clone())),
+            None => (args.path.clone(), args.expected_hash.clone()),
+        };
         let write = ScriptEditArgs {
-            path: preview.path,
-            source: Some(preview.source),
+            path,
+            source: Some(source),
             edits: None,
             find: None,
             replace: None,
             count: 1,
-            expected_hash: Some(preview.base_hash),
+            expected_hash,
             dry_run: false,
             check: args.check,
+            format: false,
             force: args.force,
         };
-        cx.forward(&Self::SPEC, &write).await
+        let source = write.source.as_deref().unwrap_or_default();
+        let (mut result, lint) = match preview.filter(|_| args.dry_run) {
+            // The plugin's hash and line count of what would be written: its preview's, or
+            // for a formatted source another preview of the formatted whole.
+            Some(preview) => {
+                let reformatted = args.format && source != preview.source;
+                let again = ScriptEditArgs {
+                    dry_run: true,
+                    ..write.clone()
+                };
+                let (counted, lint) = tokio::join!(
+                    async {
+                        if reformatted {
+                            self::preview(&again, cx).await
+                        } else {
+                            Ok(preview)
+                        }
+                    },
+                    luau::lint::lint(source)
+                );
+                let counted = counted?;
+                let json = serde_json::json!({
+                    "hash": counted.hash,
+                    "lineCount": counted.line_count,
+                    "path": counted.path,
+                    "dryRun": true,
+                });
+                (json, lint)
+            }
+            None => {
+                let (written, lint) = tokio::join!(cx.forward(&Self::SPEC, &write), luau::lint::lint(source));
+                (written?.value(), lint)
+            }
+        };
+        if let Some(map) = result.as_object_mut() {
+            luau::lint::annotate(map, lint);
+        }
+        Ok(Output::json(result))
     }
+}
+
+/// The plugin's dry run of `args`: the new source its edit makes, and the hash of the
+/// source it made it from; nothing is written.
+async fn preview(args: &ScriptEditArgs, cx: &Invocation) -> Result<Preview, ToolError> {
+    let preview = ScriptEditArgs {
+        dry_run: true,
+        format: false,
+        ..args.clone()
+    };
+    let raw = cx
+        .call_plugin_to_preview(&ScriptEdit::SPEC, &preview, ScriptEdit::SPEC.timeout)
+        .await?;
+    raw.decode()
+        .map(value::into_json)
+        .ok()
+        .and_then(|json| serde_json::from_value(json).ok())
+        .ok_or_else(|| {
+            ToolError::new(
+                ErrorCode::PluginError,
+                "The plugin answered script_edit's dry run without the new source; update the plugin (studio-bridge install-plugin).",
+            )
+        })
 }
 
 fn one() -> u32 {
@@ -241,4 +314,74 @@ fn validate(args: &ScriptEditArgs) -> Result<(), ToolError> {
     Ok(())
 }
 
-impl super::Render for ScriptEdit {}
+impl super::Render for ScriptEdit {
+    /// `path: N lines, hash H`, then one line a diagnostic, `line:column severity code
+    /// message` (as an editor's problem list reads); why there are none on stderr.
+    fn render(result: &Json, out: Style, err: Style) -> Option<Rendered> {
+        let mut rendered = Rendered::default();
+        let dry = if result.get("dryRun") == Some(&Json::Bool(true)) {
+            " (dry run: nothing written)"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            rendered.stdout,
+            "{}: {} lines, hash {}{dry}",
+            out.bold(&clean(result.get("path")?.as_str()?)),
+            result.get("lineCount")?.as_u64()?,
+            clean(result.get("hash")?.as_str()?)
+        );
+        for found in result.get("diagnostics").and_then(Json::as_array).into_iter().flatten() {
+            let text = |key: &str| clean(found.get(key).and_then(Json::as_str).unwrap_or("")).into_owned();
+            let severity = text("severity");
+            let painted = if severity == "error" {
+                out.red(&severity)
+            } else {
+                out.yellow(&severity)
+            };
+            let _ = writeln!(
+                rendered.stdout,
+                "{}:{} {painted} {} {}",
+                found.get("line").and_then(Json::as_u64).unwrap_or(0),
+                found.get("column").and_then(Json::as_u64).unwrap_or(0),
+                out.dim(&text("code")),
+                text("message")
+            );
+        }
+        if let Some(omitted) = result.get("diagnosticsOmitted").and_then(Json::as_u64) {
+            let _ = writeln!(rendered.stdout, "… and {omitted} more diagnostics");
+        }
+        if let Some(why) = result.get("diagnosticsSkipped").and_then(Json::as_str) {
+            let note = format!("note: no diagnostics: {}", clean(why));
+            let _ = writeln!(rendered.stderr, "{}", err.yellow(&note));
+        }
+        Some(rendered)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::plain;
+    use serde_json::json;
+
+    #[test]
+    fn an_edit_reads_as_its_path_then_one_line_a_diagnostic() {
+        let edited = json!({"hash": "h-9", "lineCount": 3, "path": "game.S", "diagnostics": [
+            {"line": 2, "column": 7, "severity": "warning", "code": "unused_variable", "message": "a is unused"},
+            {"line": 3, "column": 1, "severity": "error", "code": "undefined_variable", "message": "`b` is not defined"},
+        ]});
+        let rendered = plain("script_edit", &edited);
+        assert_eq!(
+            rendered.stdout,
+            "game.S: 3 lines, hash h-9\n2:7 warning unused_variable a is unused\n3:1 error undefined_variable `b` is not defined\n"
+        );
+        assert_eq!(rendered.stderr, "");
+        let skipped = json!({"hash": "h-1", "lineCount": 1, "path": "game.S", "dryRun": true, "diagnosticsSkipped": "selene not found"});
+        let rendered = plain("script_edit", &skipped);
+        assert_eq!(
+            rendered.stdout,
+            "game.S: 1 lines, hash h-1 (dry run: nothing written)\n"
+        );
+        assert_eq!(rendered.stderr, "note: no diagnostics: selene not found\n");
+    }
+}

@@ -2,9 +2,14 @@
 //!
 //! This floor sits beside `protocol`, below the command table: it knows Luau, nothing of
 //! sessions, the wire or tool errors (tests/floors.rs holds it there). The commands turn
-//! what it finds into their answers.
+//! what it finds into their answers. Syntax is checked in this binary (Luau's own parser);
+//! lint diagnostics and formatting run the project's own selene and stylua ([`tool`] says
+//! why).
 
+pub mod format;
+pub mod lint;
 pub mod syntax;
+pub mod tool;
 
 pub use syntax::{SyntaxError, check};
 

@@ -1,5 +1,5 @@
-//! Finding Lune (the Luau runtime that runs the real plugin headlessly) and running the
-//! headless Studio harness in `tests/lune/`.
+//! Finding Lune (the Luau runtime that runs the real plugin headlessly) and the project's
+//! Luau tools, and running the headless Studio harness in `tests/lune/`.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -31,6 +31,18 @@ pub fn lune() -> PathBuf {
         "Lune 0.11.1 is needed for the plugin tests: `bash .ci/run` installs it, or `cargo install lune --locked --version 0.11.1`, or set LUNE=/path/to/lune"
     );
     cached
+}
+
+/// A Luau tool the project pins (`selene`, `stylua`): on PATH, else where `.ci/run` installs
+/// it. None when neither has it (the caller fails through `missing_tool`).
+pub fn luau_tool(name: &str) -> Option<PathBuf> {
+    let file = format!("{name}{}", std::env::consts::EXE_SUFFIX);
+    let on_path = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
+        .map(|dir| dir.join(&file));
+    let cached = dirs_home().join(".cache/studio-bridge-tools/bin").join(&file);
+    on_path.chain(std::iter::once(cached)).find(|p| p.is_file())
 }
 
 fn dirs_home() -> PathBuf {

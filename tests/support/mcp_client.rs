@@ -114,16 +114,31 @@ impl Mcp {
     /// [`Mcp::spawn_paired`] with environment variables set (`Some`) or removed (`None`),
     /// e.g. the X display a window screenshot reads.
     pub async fn spawn_paired_with_env(port: u16, extra: &[&str], env: &[(&str, Option<&str>)]) -> Mcp {
-        Mcp::spawn_inner(port, extra, &paired_config_dir(), env).await
+        Mcp::spawn_inner(port, extra, &paired_config_dir(), env, None).await
+    }
+
+    /// [`Mcp::spawn_paired_with_env`] with `dir` as the process's working directory (the
+    /// project folder whose sourcemap, selene.toml and stylua.toml it reads).
+    pub async fn spawn_paired_in(port: u16, dir: &Path, env: &[(&str, Option<&str>)]) -> Mcp {
+        Mcp::spawn_inner(port, &[], &paired_config_dir(), env, Some(dir)).await
     }
 
     /// [`Mcp::spawn`] with `STUDIO_BRIDGE_CONFIG_DIR` set to `config_dir`.
     pub async fn spawn_with_config_dir(port: u16, extra: &[&str], config_dir: &Path) -> Mcp {
-        Mcp::spawn_inner(port, extra, config_dir, &[]).await
+        Mcp::spawn_inner(port, extra, config_dir, &[], None).await
     }
 
-    async fn spawn_inner(port: u16, extra: &[&str], config_dir: &Path, env: &[(&str, Option<&str>)]) -> Mcp {
+    async fn spawn_inner(
+        port: u16,
+        extra: &[&str],
+        config_dir: &Path,
+        env: &[(&str, Option<&str>)],
+        dir: Option<&Path>,
+    ) -> Mcp {
         let mut command = Command::new(binary());
+        if let Some(dir) = dir {
+            command.current_dir(dir);
+        }
         for (name, value) in env {
             match value {
                 Some(value) => command.env(name, value),
