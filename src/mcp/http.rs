@@ -20,6 +20,7 @@ use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use axum::serve::ListenerExt as _;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
@@ -96,6 +97,14 @@ pub async fn serve_http(
         "MCP over HTTP at http://{bound}/mcp (bearer token in {})",
         token.describe()
     );
+    // Without TCP_NODELAY every answer stalls ~40 ms: hyper writes an SSE response's head,
+    // events and end as separate small writes, and Nagle holds each behind the client's
+    // delayed ACK (B13 measured it).
+    let listener = listener.tap_io(|tcp| {
+        if let Err(error) = tcp.set_nodelay(true) {
+            tracing::debug!(%error, "TCP_NODELAY on an MCP HTTP connection");
+        }
+    });
     axum::serve(listener, router)
         .with_graceful_shutdown(async move { stop.cancelled().await })
         .await?;
