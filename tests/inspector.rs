@@ -144,6 +144,16 @@ impl Run {
             .unwrap_or_else(|| panic!("{}: no result:\n{self}", self.what))
     }
 
+    /// The tool names of a `tools/list` run, in order.
+    fn tool_names(&self) -> Vec<String> {
+        self.result()["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no tools:\n{self}"))
+            .iter()
+            .filter_map(|tool| tool["name"].as_str().map(str::to_owned))
+            .collect()
+    }
+
     fn assert_no_validation_complaint(&self) {
         for complaint in VALIDATION_COMPLAINTS {
             assert!(
@@ -200,14 +210,7 @@ async fn the_mcp_inspector_accepts_our_tools_and_results() {
     let list = inspector
         .run(free_port(), &["--strict", "--method", "tools/list"])
         .await;
-    let tools = list.result();
-    let names: Vec<&str> = tools["tools"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no tools:\n{list}"))
-        .iter()
-        .filter_map(|tool| tool["name"].as_str())
-        .collect();
-    assert_eq!(names, TOOLS, "{list}");
+    assert_eq!(list.tool_names(), TOOLS, "{list}");
     // The schema lint finds nothing, not even a warning (type arrays, bare `true`).
     let errors = list.strict_errors();
     assert!(errors.is_empty(), "--strict schema errors {errors:?}:\n{list}");
@@ -406,14 +409,7 @@ async fn the_mcp_inspector_drives_every_tool_and_a_result_page_over_http() {
         tokio::time::sleep(Duration::from_millis(250)).await;
         list = inspector.run_http(&url, &token, &["--method", "tools/list"]).await;
     }
-    let tools = list.result();
-    let names: Vec<&str> = tools["tools"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no tools:\n{list}"))
-        .iter()
-        .filter_map(|tool| tool["name"].as_str())
-        .collect();
-    assert_eq!(names, TOOLS, "every tool over HTTP:\n{list}");
+    assert_eq!(list.tool_names(), TOOLS, "every tool over HTTP:\n{list}");
 
     for (tool, args) in [
         ("studio_state", vec![]),
