@@ -149,7 +149,7 @@ impl Registry {
         }
         let in_a_test = sessions
             .iter()
-            .any(|s| s.hello.context == Context::Edit && s.hello.state != "Edit");
+            .any(|s| s.hello.context == Context::Edit && super::resolve::IN_A_TEST.contains(&s.hello.state.as_str()));
         match sessions.iter().map(|s| s.connected_at).max() {
             Some(newest) if in_a_test => Settled::At(newest + SIBLING_WINDOW),
             _ => Settled::Now,

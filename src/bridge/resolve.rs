@@ -124,6 +124,9 @@ fn contexts(sessions: &[Candidate<'_>], scoped: &[usize]) -> String {
     names.join(", ")
 }
 
+/// The states an edit session reports while a playtest runs: its server is on its way.
+pub(super) const IN_A_TEST: [&str; 3] = ["Play", "Run", "Paused"];
+
 /// The session of `wanted` in one instance; `Await` when the instance is in Play and
 /// that context has not said hello yet; `None` when the instance is not (known to be) in
 /// Play, so a server or client context is not there.
@@ -141,7 +144,7 @@ fn within(sessions: &[Candidate<'_>], scoped: &[usize], wanted: Context) -> Opti
     let awaited = match wanted {
         Context::Edit => false,
         // Any sign of a playtest: its server is on its way.
-        Context::Server => has_client || reported(&["Play", "Run", "Paused"]),
+        Context::Server => has_client || reported(&IN_A_TEST),
         // Run mode has no client: wait for one only where the test is a Play test.
         Context::Client => reported(&["Play"]),
     };
