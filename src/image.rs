@@ -1,65 +1,176 @@
-//! Screenshot pixels: scaling down to a maximum width and PNG encoding.
+//! Screenshot pixels to a PNG: scaled down to a maximum width and encoded, row by row.
+//!
+//! A 1920×1080 capture is 8 MB of RGBA. Making whole-image copies of it (the scaled image,
+//! then its RGB, then the compressed stream, then the PNG around it) cost as much as the
+//! encoding itself: each is a fresh allocation whose every page faults in on first touch.
+//! So the PNG is written as a stream: each output row is averaged from the source rows it
+//! covers into one row buffer, then filtered and compressed before the next is made. The
+//! source is read once, in order; the only allocation that grows with the image is the PNG.
 
-/// Scales `rgba` (row-major, top-left first) down so that it is at most `max_width`
-/// wide, keeping the aspect ratio, by averaging the source pixels each target pixel
-/// covers. Images already narrow enough are returned as they are.
+use std::io::Write as _;
+
+/// The PNG of an image, and its size once fitted to the maximum width.
+#[derive(Debug)]
+pub struct Png {
+    pub width: u32,
+    pub height: u32,
+    pub bytes: Vec<u8>,
+}
+
+/// IDAT chunk size: large enough that chunk headers are noise, small enough to stay in cache.
+const CHUNK_BYTES: usize = 256 * 1024;
+
+/// Encodes `rgba` (row-major, top-left first, `width`×`height`) as a PNG at most
+/// `max_width` wide, keeping the aspect ratio. Wider images are scaled down by averaging
+/// the source pixels each target pixel covers. An opaque image (every screenshot: the
+/// plugin and the window capture give alpha 255) is written as RGB: a quarter less to
+/// filter and compress, and a PNG about 15 % smaller to base64 and send. Speed is
+/// favoured over size: a screenshot is looked at once, and the agent is waiting. fdeflate's
+/// fastest mode with the `Up` filter (the pairing the png crate recommends for it) rather
+/// than trying every filter on every row: measured on a 1920×1080 scene, 20 % faster for a
+/// file 5 % larger.
 ///
-/// When scaling down, the boxes of source pixels that the target pixels cover tile
-/// the source exactly, so the source is read once, in order: each source pixel is
-/// added to the sums of the one target column that covers it.
-pub fn fit_width(width: u32, height: u32, rgba: Vec<u8>, max_width: u32) -> (u32, u32, Vec<u8>) {
+/// `rgba` must hold exactly `width * height * 4` bytes (the caller checks what a peer sent).
+pub fn encode_png(width: u32, height: u32, rgba: &[u8], max_width: u32) -> Result<Png, png::EncodingError> {
+    debug_assert_eq!(rgba.len() as u64, u64::from(width) * u64::from(height) * 4);
+    let (new_width, new_height) = fitted_size(width, height, max_width);
+    let opaque = rgba.chunks_exact(4).all(|pixel| pixel[3] == 255);
+    let channels = if opaque { 3 } else { 4 };
+    let row_bytes = new_width as usize * channels;
+    // Capacity that is never written costs no memory: only touched pages are mapped.
+    let mut bytes = Vec::with_capacity(row_bytes * new_height as usize + 1024);
+    {
+        let mut encoder = png::Encoder::new(&mut bytes, new_width, new_height);
+        encoder.set_color(if opaque {
+            png::ColorType::Rgb
+        } else {
+            png::ColorType::Rgba
+        });
+        encoder.set_depth(png::BitDepth::Eight);
+        encoder.set_compression(png::Compression::Fast);
+        encoder.set_filter(png::Filter::Up);
+        let mut writer = encoder.write_header()?;
+        let mut stream = writer.stream_writer_with_size(CHUNK_BYTES)?;
+        let mut row = vec![0u8; row_bytes];
+        if (new_width, new_height) == (width, height) {
+            for source in rgba.chunks_exact(width as usize * 4) {
+                if opaque {
+                    for (rgb, pixel) in row.chunks_exact_mut(3).zip(source.chunks_exact(4)) {
+                        rgb.copy_from_slice(&pixel[..3]);
+                    }
+                    stream.write_all(&row)?;
+                } else {
+                    stream.write_all(source)?;
+                }
+            }
+        } else {
+            let mut scaler = BoxScaler::new(width, height, new_width, new_height);
+            for target_row in 0..new_height as usize {
+                scaler.row(rgba, target_row, channels, &mut row);
+                stream.write_all(&row)?;
+            }
+        }
+        stream.finish()?;
+        writer.finish()?;
+    }
+    Ok(Png {
+        width: new_width,
+        height: new_height,
+        bytes,
+    })
+}
+
+/// The size of a `width`×`height` image fitted to `max_width`: unchanged when it is
+/// narrow enough, else `max_width` wide and as tall as keeps the aspect (at least 1).
+fn fitted_size(width: u32, height: u32, max_width: u32) -> (u32, u32) {
     if width <= max_width || width == 0 || height == 0 {
-        return (width, height, rgba);
+        return (width, height);
     }
     let new_width = max_width.max(1);
     let new_height =
         ((u64::from(height) * u64::from(new_width) + u64::from(width) / 2) / u64::from(width)).max(1) as u32;
-    let (w, h, nw, nh) = (width as usize, height as usize, new_width as usize, new_height as usize);
-    // Target column of each source column, and the width of each target column's box.
-    let mut owner = Vec::with_capacity(w);
-    let mut box_width = Vec::with_capacity(nw);
-    for tx in 0..nw {
-        let x0 = tx * w / nw;
-        let x1 = ((tx + 1) * w / nw).max(x0 + 1);
-        owner.extend(std::iter::repeat_n(tx, x1 - x0));
-        box_width.push((x1 - x0) as u32);
+    (new_width, new_height)
+}
+
+/// Scales down by box averaging, one target row at a time. The boxes of source pixels
+/// the target pixels cover tile the source exactly, so each source pixel is added once.
+struct BoxScaler {
+    width: usize,
+    height: usize,
+    new_height: usize,
+    /// First source column and number of columns of each target column's box.
+    columns: Vec<(usize, usize)>,
+    /// Each source column's channels summed over the target row's source rows.
+    column_sums: Vec<u32>,
+    /// Each target pixel's channels summed over its box.
+    sums: Vec<[u32; 4]>,
+    /// Box heights take one or two values, so the divisors of each are worked out once.
+    reciprocals: Vec<(usize, Vec<Reciprocal>)>,
+}
+
+impl BoxScaler {
+    fn new(width: u32, height: u32, new_width: u32, new_height: u32) -> BoxScaler {
+        let (w, nw) = (width as usize, new_width as usize);
+        let columns = (0..nw)
+            .map(|tx| {
+                let x0 = tx * w / nw;
+                let x1 = ((tx + 1) * w / nw).max(x0 + 1);
+                (x0, x1 - x0)
+            })
+            .collect();
+        BoxScaler {
+            width: w,
+            height: height as usize,
+            new_height: new_height as usize,
+            columns,
+            column_sums: vec![0; w * 4],
+            sums: vec![[0; 4]; nw],
+            reciprocals: Vec::new(),
+        }
     }
-    let mut out = vec![0u8; nw * nh * 4];
-    let mut sums = vec![0u32; nw * 4];
-    // Box heights take one or two values, so the divisors of each are worked out once.
-    let mut reciprocals: Vec<(u32, Vec<Reciprocal>)> = Vec::new();
-    for (ty, target) in out.chunks_exact_mut(nw * 4).enumerate() {
-        let y0 = ty * h / nh;
-        let y1 = ((ty + 1) * h / nh).max(y0 + 1);
-        sums.fill(0);
-        for row in rgba[y0 * w * 4..y1 * w * 4].chunks_exact(w * 4) {
-            for (px, &tx) in row.chunks_exact(4).zip(&owner) {
-                let sum = &mut sums[tx * 4..tx * 4 + 4];
-                sum[0] += u32::from(px[0]);
-                sum[1] += u32::from(px[1]);
-                sum[2] += u32::from(px[2]);
-                sum[3] += u32::from(px[3]);
+
+    /// Writes target row `target_row` into `out` (`channels` bytes a pixel: 3 drops alpha).
+    fn row(&mut self, rgba: &[u8], target_row: usize, channels: usize, out: &mut [u8]) {
+        let (w, h, nh) = (self.width, self.height, self.new_height);
+        let y0 = target_row * h / nh;
+        let y1 = ((target_row + 1) * h / nh).max(y0 + 1);
+        // Down the columns first (each source row added to one row of sums: a loop the
+        // compiler vectorizes), then across each target pixel's box of columns.
+        self.column_sums.fill(0);
+        for source in rgba[y0 * w * 4..y1 * w * 4].chunks_exact(w * 4) {
+            for (sum, &byte) in self.column_sums.iter_mut().zip(source) {
+                *sum += u32::from(byte);
             }
         }
-        let rows = (y1 - y0) as u32;
-        let divisors = match reciprocals.iter().position(|(r, _)| *r == rows) {
-            Some(i) => &reciprocals[i].1,
+        let (column_pixels, _) = self.column_sums.as_chunks::<4>();
+        for (sum, &(x0, len)) in self.sums.iter_mut().zip(&self.columns) {
+            let mut total = [0u32; 4];
+            for pixel in &column_pixels[x0..x0 + len] {
+                for c in 0..4 {
+                    total[c] += pixel[c];
+                }
+            }
+            *sum = total;
+        }
+        let rows = y1 - y0;
+        let divisors = match self.reciprocals.iter().position(|(r, _)| *r == rows) {
+            Some(i) => &self.reciprocals[i].1,
             None => {
-                let table = box_width
+                let table = self
+                    .columns
                     .iter()
-                    .map(|&columns| Reciprocal::of(rows * columns))
+                    .map(|&(_, columns)| Reciprocal::of((rows * columns) as u32))
                     .collect();
-                reciprocals.push((rows, table));
-                &reciprocals[reciprocals.len() - 1].1
+                self.reciprocals.push((rows, table));
+                &self.reciprocals[self.reciprocals.len() - 1].1
             }
         };
-        for ((pixel, sum), divisor) in target.chunks_exact_mut(4).zip(sums.chunks_exact(4)).zip(divisors) {
-            for c in 0..4 {
-                pixel[c] = divisor.rounded_quotient(sum[c]) as u8;
+        for ((pixel, sum), divisor) in out.chunks_exact_mut(channels).zip(&self.sums).zip(divisors) {
+            for (channel, total) in pixel.iter_mut().zip(sum) {
+                *channel = divisor.rounded_quotient(*total) as u8;
             }
         }
     }
-    (new_width, new_height, out)
 }
 
 /// Division by a box's pixel count, rounded to nearest, as a multiplication: exact
@@ -104,46 +215,6 @@ pub fn is_uniform(rgba: &[u8]) -> bool {
     }
 }
 
-/// Encodes RGBA8 pixels as a PNG, favouring speed over size: a screenshot is looked at
-/// once, and the agent is waiting. fdeflate's fastest mode with the `Up` filter (the
-/// pairing the png crate recommends for it) rather than trying every filter on every
-/// row: measured on a 1920×1080 scene, 20 % faster for a file 5 % larger. An opaque image
-/// (every screenshot: the plugin and the window capture give alpha 255) is written as RGB:
-/// a quarter less to filter and compress, and a PNG about 15 % smaller to base64 and send.
-pub fn encode_png(width: u32, height: u32, rgba: &[u8]) -> Result<Vec<u8>, png::EncodingError> {
-    match opaque_rgb(rgba) {
-        Some(rgb) => encode(width, height, &rgb, png::ColorType::Rgb),
-        None => encode(width, height, rgba, png::ColorType::Rgba),
-    }
-}
-
-/// The RGB of `rgba` when every pixel is opaque, else None (found at the first that is not).
-fn opaque_rgb(rgba: &[u8]) -> Option<Vec<u8>> {
-    let mut rgb = Vec::with_capacity(rgba.len() / 4 * 3);
-    for pixel in rgba.chunks_exact(4) {
-        if pixel[3] != 255 {
-            return None;
-        }
-        rgb.extend_from_slice(&pixel[..3]);
-    }
-    Some(rgb)
-}
-
-fn encode(width: u32, height: u32, pixels: &[u8], color: png::ColorType) -> Result<Vec<u8>, png::EncodingError> {
-    let mut out = Vec::with_capacity(pixels.len() / 4);
-    {
-        let mut encoder = png::Encoder::new(&mut out, width, height);
-        encoder.set_color(color);
-        encoder.set_depth(png::BitDepth::Eight);
-        encoder.set_compression(png::Compression::Fast);
-        encoder.set_filter(png::Filter::Up);
-        let mut writer = encoder.write_header()?;
-        writer.write_image_data(pixels)?;
-        writer.finish()?;
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,8 +231,9 @@ mod tests {
     #[test]
     fn png_round_trips_pixels() {
         let rgba: Vec<u8> = (0..4 * 3 * 4).map(|i| (i * 7) as u8).collect();
-        let png = encode_png(4, 3, &rgba).unwrap();
-        assert_eq!(decode(&png), (4, 3, rgba));
+        let png = encode_png(4, 3, &rgba, 1280).unwrap();
+        assert_eq!((png.width, png.height), (4, 3));
+        assert_eq!(decode(&png.bytes), (4, 3, rgba));
     }
 
     #[test]
@@ -169,7 +241,7 @@ mod tests {
         let rgba: Vec<u8> = (0..4 * 3)
             .flat_map(|i| [(i * 7) as u8, (i * 11) as u8, (i * 13) as u8, 255])
             .collect();
-        let png = encode_png(4, 3, &rgba).unwrap();
+        let png = encode_png(4, 3, &rgba, 1280).unwrap().bytes;
         let rgb: Vec<u8> = rgba.chunks_exact(4).flat_map(|p| [p[0], p[1], p[2]]).collect();
         assert_eq!(decode(&png), (4, 3, rgb));
         let reader = png::Decoder::new(std::io::Cursor::new(&png)).read_info().unwrap();
@@ -177,7 +249,10 @@ mod tests {
         // one translucent pixel keeps the alpha channel
         let mut translucent = rgba.clone();
         translucent[7] = 254;
-        assert_eq!(decode(&encode_png(4, 3, &translucent).unwrap()), (4, 3, translucent));
+        assert_eq!(
+            decode(&encode_png(4, 3, &translucent, 1280).unwrap().bytes),
+            (4, 3, translucent)
+        );
     }
 
     #[test]
@@ -189,10 +264,11 @@ mod tests {
                 rgba.extend_from_slice(if x < 4 { &[255, 0, 0, 255] } else { &[0, 0, 255, 255] });
             }
         }
-        let (w, h, out) = fit_width(8, 4, rgba, 4);
-        assert_eq!((w, h), (4, 2));
-        assert_eq!(&out[0..4], &[255, 0, 0, 255]);
-        assert_eq!(&out[12..16], &[0, 0, 255, 255]);
+        let png = encode_png(8, 4, &rgba, 4).unwrap();
+        assert_eq!((png.width, png.height), (4, 2));
+        let (_, _, rgb) = decode(&png.bytes);
+        assert_eq!(&rgb[0..3], &[255, 0, 0]);
+        assert_eq!(&rgb[9..12], &[0, 0, 255]);
     }
 
     #[test]
@@ -258,7 +334,17 @@ mod tests {
                 })
                 .collect();
             let expected = reference_fit_width(w, h, &rgba, max);
-            assert_eq!(fit_width(w, h, rgba, max), expected, "{w}×{h} to {max}");
+            let png = encode_png(w, h, &rgba, max).unwrap();
+            assert_eq!(decode(&png.bytes), expected, "{w}×{h} to {max}");
+            // and opaque, written as RGB: the same colours without their alpha
+            let opaque: Vec<u8> = rgba.chunks_exact(4).flat_map(|p| [p[0], p[1], p[2], 255]).collect();
+            let (ew, eh, expected) = reference_fit_width(w, h, &opaque, max);
+            let rgb: Vec<u8> = expected.chunks_exact(4).flat_map(|p| [p[0], p[1], p[2]]).collect();
+            assert_eq!(
+                decode(&encode_png(w, h, &opaque, max).unwrap().bytes),
+                (ew, eh, rgb),
+                "{w}×{h} to {max}, opaque"
+            );
         }
     }
 
@@ -272,7 +358,24 @@ mod tests {
 
     #[test]
     fn narrow_images_are_untouched() {
-        let rgba = vec![1u8; 2 * 2 * 4];
-        assert_eq!(fit_width(2, 2, rgba.clone(), 1280), (2, 2, rgba));
+        let rgba: Vec<u8> = (0..2 * 2 * 4).map(|i| i as u8 * 9).collect();
+        assert_eq!(decode(&encode_png(2, 2, &rgba, 2).unwrap().bytes), (2, 2, rgba));
+    }
+
+    #[test]
+    fn an_image_taller_than_one_idat_chunk_round_trips() {
+        // 700×400 of RGB noise compresses to more than one 256 KiB IDAT chunk.
+        let mut seed = 7u32;
+        let rgba: Vec<u8> = (0..700 * 400)
+            .flat_map(|_| {
+                seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                let [a, b, c, _] = seed.to_le_bytes();
+                [a, b, c, 255]
+            })
+            .collect();
+        let png = encode_png(700, 400, &rgba, 1280).unwrap();
+        assert!(png.bytes.len() > CHUNK_BYTES, "{} bytes", png.bytes.len());
+        let rgb: Vec<u8> = rgba.chunks_exact(4).flat_map(|p| [p[0], p[1], p[2]]).collect();
+        assert_eq!(decode(&png.bytes), (700, 400, rgb));
     }
 }

@@ -9,13 +9,14 @@
 
 use std::time::Duration;
 
-use rmpv::Value as Msgpack;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::{Body, Command, Invocation, Kind, Output, Spec, bad_result, plugin_value};
+use super::{Body, Command, Invocation, Kind, Output, Spec, bad_result};
 use crate::capture::CaptureError;
+use crate::protocol::frame::FrameError;
+use crate::protocol::raw::{RawValue, Reader, Token};
 use crate::protocol::{Context, ErrorCode, ToolError};
 
 const MAX_WIDTH_LIMIT: u32 = 3840;
@@ -95,22 +96,18 @@ impl Command for Screenshot {
         // milliseconds of CPU or blocking system calls: off the async thread, so that other
         // callers' calls are not held up behind them, and under a deadline of their own.
         let max_width = args.max_width;
-        let work = tokio::task::spawn_blocking(move || {
-            let reply = PluginReply::parse(plugin_value("screenshot", &result)?)?;
-            let (raw, source, reason, window) = match reply {
-                PluginReply::Pixels(raw) => (raw, Source::Viewport, None, None),
-                PluginReply::Window(report) => {
-                    let frame =
-                        crate::capture::capture_studio_window(&report.place_name).map_err(|e| report.error(e))?;
-                    let raw = RawImage {
-                        width: frame.width,
-                        height: frame.height,
-                        rgba: frame.rgba,
-                    };
-                    (raw, Source::Window, Some(report.reason), Some(frame.title))
-                }
-            };
-            finish(raw, max_width, source, reason, window)
+        let work = tokio::task::spawn_blocking(move || match PluginReply::parse(&result)? {
+            // The pixels are read where they lie in the plugin's frame, not copied out.
+            PluginReply::Pixels(image) => finish(image, max_width, Source::Viewport, None, None),
+            PluginReply::Window(report) => {
+                let frame = crate::capture::capture_studio_window(&report.place_name).map_err(|e| report.error(e))?;
+                let image = Pixels {
+                    width: frame.width,
+                    height: frame.height,
+                    rgba: &frame.rgba,
+                };
+                finish(image, max_width, Source::Window, Some(report.reason), Some(frame.title))
+            }
         });
         let (result, png) = tokio::time::timeout(WINDOW_CAPTURE_DEADLINE, work)
             .await
@@ -133,28 +130,27 @@ impl Command for Screenshot {
 
 /// Scales, flags a one-colour image, and encodes the PNG.
 fn finish(
-    raw: RawImage,
+    image: Pixels<'_>,
     max_width: u32,
     source: Source,
     reason: Option<String>,
     window: Option<String>,
 ) -> Result<(ScreenshotResult, Vec<u8>), ToolError> {
-    let blank = crate::image::is_uniform(&raw.rgba);
-    let (width, height, rgba) = crate::image::fit_width(raw.width, raw.height, raw.rgba, max_width);
-    let png = crate::image::encode_png(width, height, &rgba)
+    let blank = crate::image::is_uniform(image.rgba);
+    let png = crate::image::encode_png(image.width, image.height, image.rgba, max_width)
         .map_err(|e| bad_result("screenshot", &format!("PNG encoding failed: {e}")))?;
     let hint = blank.then(|| blank_hint(source).to_owned());
     Ok((
         ScreenshotResult {
-            width,
-            height,
+            width: png.width,
+            height: png.height,
             source,
             blank,
             hint,
             reason,
             window,
         },
-        png,
+        png.bytes,
     ))
 }
 
@@ -175,8 +171,8 @@ fn blank_hint(source: Source) -> &'static str {
 }
 
 /// What the plugin answered: pixels, or why it left the capture to the host.
-enum PluginReply {
-    Pixels(RawImage),
+enum PluginReply<'a> {
+    Pixels(Pixels<'a>),
     Window(WindowReport),
 }
 
@@ -238,9 +234,13 @@ impl WindowReport {
     }
 }
 
-impl PluginReply {
-    fn parse(result: Msgpack) -> Result<PluginReply, ToolError> {
-        let Msgpack::Map(entries) = result else {
+impl<'a> PluginReply<'a> {
+    /// Reads the plugin's map token by token ([`Reader`]), so that the pixels (8 MB for a
+    /// 1024×1024 capture, more from a test plugin) stay a slice of the frame they came in.
+    fn parse(result: &'a RawValue) -> Result<PluginReply<'a>, ToolError> {
+        let malformed = |e: FrameError| bad_result("screenshot", &format!("its result could not be decoded: {e}"));
+        let mut reader = Reader::new(result.as_bytes());
+        let Token::Map(count) = reader.next_token().map_err(malformed)? else {
             return Err(bad_result("screenshot", "not a map"));
         };
         let mut width = None;
@@ -248,18 +248,39 @@ impl PluginReply {
         let mut rgba = None;
         let mut window = false;
         let mut report = WindowReport::default();
-        for (key, value) in entries {
-            match (key.as_str(), value) {
-                (Some("width"), v) => width = as_dimension(&v),
-                (Some("height"), v) => height = as_dimension(&v),
-                (Some("rgba"), Msgpack::Binary(bytes)) => rgba = Some(bytes),
-                (Some("capture"), Msgpack::String(s)) => window = s.as_str() == Some("window"),
-                (Some("reason"), Msgpack::String(s)) => report.reason = s.into_str().unwrap_or_default(),
-                (Some("context"), Msgpack::String(s)) => report.context = s.into_str().unwrap_or_default(),
-                (Some("placeName"), Msgpack::String(s)) => report.place_name = s.into_str().unwrap_or_default(),
-                (Some("viewportWidth"), v) => report.viewport_width = as_dimension(&v).unwrap_or(0),
-                (Some("viewportHeight"), v) => report.viewport_height = as_dimension(&v).unwrap_or(0),
-                (Some("editableImageError"), Msgpack::String(s)) => report.editable_image_error = s.into_str(),
+        for _ in 0..count {
+            let key = match reader.next_token().map_err(malformed)? {
+                Token::Str(key) => key,
+                _ => &[],
+            };
+            let start = reader.pos();
+            let value = reader.next_token().map_err(malformed)?;
+            if let Token::Array(_) | Token::Map(_) = value {
+                reader.seek(start);
+                reader.skip_value().map_err(malformed)?;
+                continue;
+            }
+            let text = || match value {
+                Token::Str(bytes) => std::str::from_utf8(bytes).ok().map(str::to_owned),
+                _ => None,
+            };
+            match key {
+                b"width" => width = as_dimension(value),
+                b"height" => height = as_dimension(value),
+                b"rgba" => {
+                    rgba = if let Token::Bin(bytes) = value {
+                        Some(bytes)
+                    } else {
+                        None
+                    }
+                }
+                b"capture" => window = matches!(value, Token::Str(b"window")),
+                b"reason" => report.reason = text().unwrap_or_default(),
+                b"context" => report.context = text().unwrap_or_default(),
+                b"placeName" => report.place_name = text().unwrap_or_default(),
+                b"viewportWidth" => report.viewport_width = as_dimension(value).unwrap_or(0),
+                b"viewportHeight" => report.viewport_height = as_dimension(value).unwrap_or(0),
+                b"editableImageError" => report.editable_image_error = text(),
                 _ => {}
             }
         }
@@ -273,7 +294,7 @@ impl PluginReply {
             return Err(bad_result("screenshot", "expected width, height and binary rgba"));
         };
         // Checked: the dimensions come from the plugin, and a product that wrapped could
-        // match a small payload and then size an allocation that aborts the process.
+        // match a small payload and then index past it.
         let expected = u64::from(width)
             .checked_mul(u64::from(height))
             .and_then(|pixels| pixels.checked_mul(4));
@@ -283,20 +304,23 @@ impl PluginReply {
                 &format!("{width}×{height} does not match {} RGBA bytes", rgba.len()),
             ));
         }
-        Ok(PluginReply::Pixels(RawImage { width, height, rgba }))
+        Ok(PluginReply::Pixels(Pixels { width, height, rgba }))
     }
 }
 
-struct RawImage {
+/// An image's RGBA pixels, row-major, `width * height * 4` bytes (checked).
+struct Pixels<'a> {
     width: u32,
     height: u32,
-    rgba: Vec<u8>,
+    rgba: &'a [u8],
 }
 
-fn as_dimension(value: &Msgpack) -> Option<u32> {
+fn as_dimension(value: Token<'_>) -> Option<u32> {
     match value {
-        Msgpack::Integer(i) => i.as_u64().and_then(|n| u32::try_from(n).ok()),
-        Msgpack::F64(f) if f.fract() == 0.0 && *f >= 0.0 && *f <= f64::from(u32::MAX) => Some(*f as u32),
+        Token::UInt(n) => u32::try_from(n).ok(),
+        Token::Int(n) => u32::try_from(n).ok(),
+        Token::F64(f) if f.fract() == 0.0 && f >= 0.0 && f <= f64::from(u32::MAX) => Some(f as u32),
+        Token::F32(f) if f.fract() == 0.0 && f >= 0.0 && f64::from(f) <= f64::from(u32::MAX) => Some(f as u32),
         _ => None,
     }
 }
@@ -306,41 +330,47 @@ impl super::Render for Screenshot {}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rmpv::Value as Msgpack;
 
-    fn raw(width: u64, height: u64, bytes: usize) -> Msgpack {
-        Msgpack::Map(vec![
+    fn raw(width: u64, height: u64, bytes: usize) -> RawValue {
+        RawValue::encode(&Msgpack::Map(vec![
             ("width".into(), width.into()),
             ("height".into(), height.into()),
             ("rgba".into(), Msgpack::Binary(vec![0; bytes])),
-        ])
+        ]))
     }
 
     #[test]
     fn dimensions_must_match_the_payload_without_overflow() {
-        assert!(matches!(PluginReply::parse(raw(2, 3, 24)), Ok(PluginReply::Pixels(_))));
-        assert!(PluginReply::parse(raw(2, 3, 23)).is_err());
-        assert!(PluginReply::parse(raw(0, 3, 0)).is_err());
+        assert!(matches!(PluginReply::parse(&raw(2, 3, 24)), Ok(PluginReply::Pixels(_))));
+        assert!(PluginReply::parse(&raw(2, 3, 23)).is_err());
+        assert!(PluginReply::parse(&raw(0, 3, 0)).is_err());
         // 2^32-1 squared times 4 does not fit in 64 bits: refused, not wrapped.
         let max = u64::from(u32::MAX);
-        let err = PluginReply::parse(raw(max, max, 16)).err().expect("refused");
+        let err = PluginReply::parse(&raw(max, max, 16)).err().expect("refused");
         assert_eq!(err.code, ErrorCode::PluginError);
     }
 
-    fn report(entries: Vec<(&str, Msgpack)>) -> Msgpack {
-        Msgpack::Map(entries.into_iter().map(|(k, v)| (k.into(), v)).collect())
+    fn report(entries: Vec<(&str, Msgpack)>) -> RawValue {
+        RawValue::encode(&Msgpack::Map(entries.into_iter().map(|(k, v)| (k.into(), v)).collect()))
     }
 
     #[test]
     fn a_window_report_becomes_an_error_saying_why_both_paths_failed() {
-        let parsed = PluginReply::parse(report(vec![
+        let value = report(vec![
             ("capture", "window".into()),
             ("reason", "viewport_too_large".into()),
             ("context", "edit".into()),
             ("placeName", "Baseplate".into()),
             ("viewportWidth", 1920.into()),
             ("viewportHeight", Msgpack::F64(1080.0)),
-        ]));
-        let Ok(PluginReply::Window(window)) = parsed else {
+            // a container the reader steps over
+            (
+                "extra",
+                Msgpack::Array(vec![Msgpack::Map(vec![("a".into(), 1.into())])]),
+            ),
+        ]);
+        let Ok(PluginReply::Window(window)) = PluginReply::parse(&value) else {
             panic!("a window report");
         };
         assert_eq!((window.viewport_width, window.viewport_height), (1920, 1080));
@@ -359,17 +389,17 @@ mod tests {
         let denied = window.error(CaptureError::Permission("Screen Recording".into()));
         assert_eq!(denied.code, ErrorCode::PermissionDenied);
         // a report must name its place: the window is chosen by it
-        assert!(PluginReply::parse(report(vec![("capture", "window".into())])).is_err());
+        assert!(PluginReply::parse(&report(vec![("capture", "window".into())])).is_err());
     }
 
     #[test]
     fn a_uniform_image_is_flagged_blank_with_a_hint() {
         let shot = |rgba: Vec<u8>| {
             finish(
-                RawImage {
+                Pixels {
                     width: 2,
                     height: 1,
-                    rgba,
+                    rgba: &rgba,
                 },
                 1280,
                 Source::Window,
