@@ -7,8 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::ws::{Message, WebSocket};
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD as BASE64;
+use base64_simd::STANDARD as BASE64;
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use tokio::sync::mpsc;
@@ -23,7 +22,9 @@ use super::turns::Turns;
 use super::writer::{WsMessage, write_until_done};
 use super::{Progress, SessionEvent};
 use crate::protocol::frame::FrameError;
-use crate::protocol::messages::{Framing, Hello, HostMessage, PluginFailure, PluginMessage, Routed, encode_frame};
+use crate::protocol::messages::{
+    DecodeBuffer, Framing, Hello, HostMessage, PluginFailure, PluginMessage, Routed, encode_frame,
+};
 use crate::protocol::{Context, ErrorCode, PROTOCOL_VERSION, SERVER_VERSION, ToolError, value};
 
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
@@ -297,8 +298,8 @@ async fn handshake(
     let proof = pairing::host_proof(&secret, nonce, &host_nonce);
     let challenge = encode_frame(
         &HostMessage::Challenge {
-            host_nonce: &BASE64.encode(host_nonce),
-            proof: &BASE64.encode(proof),
+            host_nonce: &BASE64.encode_to_string(host_nonce),
+            proof: &BASE64.encode_to_string(proof),
         },
         framing,
     );
@@ -313,7 +314,12 @@ async fn handshake(
         Err(_) => return Err("no pairing answer within 5 s".into()),
         Ok(_) => return Err("closed during pairing".into()),
     };
-    let parsed = PluginMessage::decode_routed(message.into_data(), framing, budget::HELLO_BYTES);
+    let parsed = PluginMessage::decode_routed(
+        message.into_data(),
+        framing,
+        budget::HELLO_BYTES,
+        &mut DecodeBuffer::default(),
+    );
     match parsed.map(|routed| routed.message) {
         Ok(PluginMessage::Auth { proof }) if pairing::plugin_proof_matches(&secret, &host_nonce, nonce, &proof) => {
             Ok(())
@@ -337,7 +343,8 @@ async fn read_hello(
         Message::Text(_) => Framing::Base64Text,
         _ => return Err((Some("bad_hello"), "the first message must be a hello".into())),
     };
-    let parsed = PluginMessage::decode_routed(message.into_data(), framing, limit).map(|routed| routed.message);
+    let parsed = PluginMessage::decode_routed(message.into_data(), framing, limit, &mut DecodeBuffer::default())
+        .map(|routed| routed.message);
     match parsed {
         Ok(PluginMessage::Hello(hello)) => Ok((hello, framing)),
         Ok(_) => Err((Some("bad_hello"), "the first message must be a hello".into())),
@@ -362,6 +369,7 @@ async fn read_loop(
         progress: EventBudget::new(tokio::time::Instant::now()),
     };
     let mut turns = Turns::default();
+    let mut decode_buffer = DecodeBuffer::default();
     loop {
         // A socket that always has the next frame ready (a flood of events) takes turns
         // with the other connections (see `turns.rs`).
@@ -413,11 +421,17 @@ async fn read_loop(
         // A large frame (a result of megabytes) is decoded off the async thread, so that
         // calls to other sessions are not held up behind it; in order, as it is awaited.
         let decoded = if payload.len() > OFF_THREAD_BYTES {
-            tokio::task::spawn_blocking(move || PluginMessage::decode_routed(payload, framing, limit))
-                .await
-                .unwrap_or(Err(FrameError::NotAMessage))
+            let mut buffer = std::mem::take(&mut decode_buffer);
+            let (decoded, buffer) = tokio::task::spawn_blocking(move || {
+                let decoded = PluginMessage::decode_routed(payload, framing, limit, &mut buffer);
+                (decoded, buffer)
+            })
+            .await
+            .unwrap_or_else(|_| (Err(FrameError::NotAMessage), DecodeBuffer::default()));
+            decode_buffer = buffer;
+            decoded
         } else {
-            PluginMessage::decode_routed(payload, framing, limit)
+            PluginMessage::decode_routed(payload, framing, limit, &mut decode_buffer)
         };
         let Routed { session, message } = match decoded {
             Ok(routed) => routed,

@@ -111,8 +111,7 @@ pub async fn host_proof(port: u16, secret: &str) -> HostProof {
 }
 
 async fn challenge(port: u16, secret: &str) -> HostProof {
-    use base64::Engine as _;
-    use base64::engine::general_purpose::STANDARD as BASE64;
+    use base64_simd::STANDARD as BASE64;
     use futures_util::{SinkExt as _, StreamExt as _};
     use tokio_tungstenite::tungstenite::Message;
 
@@ -137,7 +136,7 @@ async fn challenge(port: u16, secret: &str) -> HostProof {
             ("context", "edit".into()),
             ("state", "Edit".into()),
             ("actions", rmpv::Value::Array(Vec::new())),
-            ("nonce", BASE64.encode(nonce).into()),
+            ("nonce", BASE64.encode_to_string(nonce).into()),
         ]
         .into_iter()
         .map(|(key, value)| (rmpv::Value::from(key), value))
@@ -175,7 +174,10 @@ async fn challenge(port: u16, secret: &str) -> HostProof {
             "it answered a paired hello with `{kind}`{code}, not a challenge"
         ));
     }
-    let decoded = |text: Option<String>| text.and_then(|text| BASE64.decode(text).ok()).unwrap_or_default();
+    let decoded = |text: Option<String>| {
+        text.and_then(|text| BASE64.decode_to_vec(text).ok())
+            .unwrap_or_default()
+    };
     let host_nonce = decoded(take("hostNonce"));
     let proof = decoded(take("proof"));
     if super::pairing::host_proof_matches(secret, &nonce, &host_nonce, &proof) {

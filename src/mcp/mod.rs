@@ -16,8 +16,7 @@ pub mod transport;
 
 use std::sync::{Arc, Mutex};
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD as BASE64;
+use base64_simd::STANDARD as BASE64;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult, Implementation,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
@@ -263,7 +262,7 @@ async fn success_result(
     };
     let mut content = Vec::with_capacity(3);
     if let Some(png) = &output.image {
-        content.push(ContentBlock::image(BASE64.encode(png), "image/png"));
+        content.push(ContentBlock::image(BASE64.encode_to_string(png), "image/png"));
     }
     let rest = output.whole.map(|whole| link(whole, &text));
     content.push(ContentBlock::text(text));

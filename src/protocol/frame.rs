@@ -8,7 +8,7 @@ use rmpv::Value as Msgpack;
 #[derive(Debug, thiserror::Error)]
 pub enum FrameError {
     #[error("text frame is not valid base64: {0}")]
-    Base64(#[from] base64::DecodeError),
+    Base64(#[from] base64_simd::Error),
     #[error("frame is not valid msgpack: {0}")]
     Msgpack(#[from] rmpv::decode::Error),
     #[error("frame is not a msgpack map with a string key `t`")]

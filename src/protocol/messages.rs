@@ -9,9 +9,8 @@
 //! Outbound messages are serde structs encoded with `rmp_serde::to_vec_named`, so they
 //! are msgpack maps with camelCase keys, never positional arrays.
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD as BASE64;
-use bytes::Bytes;
+use base64_simd::STANDARD as BASE64;
+use bytes::{Bytes, BytesMut};
 use rmpv::Value as Msgpack;
 use serde::Serialize;
 
@@ -114,7 +113,7 @@ pub fn decode_frame(payload: &[u8], framing: Framing, limit: usize) -> Result<Ms
         Framing::Binary => payload,
         Framing::Base64Text => {
             check_base64_size(payload, limit)?;
-            decoded = BASE64.decode(payload)?;
+            decoded = BASE64.decode_to_vec(payload)?;
             &decoded[..]
         }
     };
@@ -138,13 +137,58 @@ fn check_base64_size(payload: &[u8], limit: usize) -> Result<(), FrameError> {
     Ok(())
 }
 
+/// Where one socket's large text frames are decoded, kept from one frame to the next.
+///
+/// A plugin sends base64 text, and its decoded bytes are the frame that the message and its
+/// `result` are sliced from. A fresh allocation for each frame of megabytes (a screenshot's
+/// 8 MB of pixels, a large `query`) faults in every 4 KiB page on first touch, which on a
+/// virtual machine costs more than the decoding. So the socket's reader keeps this buffer:
+/// once everything sliced from the last large frame has been dropped (its call was
+/// answered), the next is decoded into the same memory; while some of it is still held (a
+/// result kept for paging), a new buffer is allocated, as before. Like the WebSocket's own
+/// read buffer, it keeps the capacity of the largest frame the socket has carried.
+///
+/// Small frames (events, short results) get an allocation of their own: slices of a shared
+/// buffer that a kept event held would pin all of it. For the same reason a buffer more
+/// than twice the size a frame needs is not used for it.
+#[derive(Debug, Default)]
+pub struct DecodeBuffer {
+    buffer: BytesMut,
+}
+
+impl DecodeBuffer {
+    /// Text frames at least this large are decoded into the kept buffer.
+    const REUSE_FROM: usize = 256 * 1024;
+
+    fn decode(&mut self, payload: &[u8]) -> Result<Bytes, FrameError> {
+        if payload.len() < Self::REUSE_FROM {
+            return Ok(Bytes::from(BASE64.decode_to_vec(payload)?));
+        }
+        let room = BASE64.decoded_length(payload)?;
+        // `reserve` takes the whole allocation back when no slice of it is left.
+        self.buffer.clear();
+        self.buffer.reserve(room);
+        if self.buffer.capacity() > room.saturating_mul(2) {
+            self.buffer = BytesMut::with_capacity(room);
+        }
+        self.buffer.resize(room, 0);
+        match BASE64.decode(payload, base64_simd::Out::from_slice(&mut self.buffer[..])) {
+            Ok(_) => Ok(self.buffer.split().freeze()),
+            Err(error) => {
+                self.buffer.clear();
+                Err(error.into())
+            }
+        }
+    }
+}
+
 /// Encodes an outbound message in the given framing.
 pub fn encode_frame<T: Serialize>(message: &T, framing: Framing) -> Frame {
     // Serializing our own plain structs to a Vec cannot fail.
     let bytes = rmp_serde::to_vec_named(message).unwrap_or_default();
     match framing {
         Framing::Binary => Frame::Binary(bytes),
-        Framing::Base64Text => Frame::Text(BASE64.encode(bytes)),
+        Framing::Base64Text => Frame::Text(BASE64.encode_to_string(bytes)),
     }
 }
 
@@ -172,12 +216,17 @@ impl PluginMessage {
 
     /// Decodes one WebSocket message's payload into a message, keeping a response's
     /// `result` as the bytes it came in (see [`super::raw`]): the hot path.
-    pub fn decode_routed(payload: Bytes, framing: Framing, limit: usize) -> Result<Routed, FrameError> {
+    pub fn decode_routed(
+        payload: Bytes,
+        framing: Framing,
+        limit: usize,
+        buffer: &mut DecodeBuffer,
+    ) -> Result<Routed, FrameError> {
         let frame = match framing {
             Framing::Binary => payload,
             Framing::Base64Text => {
                 check_base64_size(&payload, limit)?;
-                Bytes::from(BASE64.decode(&payload)?)
+                buffer.decode(&payload)?
             }
         };
         let (fields, result) = raw::split_message(&frame, "result", limit)?;
@@ -220,7 +269,7 @@ impl PluginMessage {
                 proof: fields
                     .take("proof")
                     .and_then(into_string)
-                    .and_then(|text| BASE64.decode(text).ok())
+                    .and_then(|text| BASE64.decode_to_vec(text).ok())
                     .unwrap_or_default(),
             }),
             "response" => {
@@ -306,7 +355,7 @@ fn parse_hello(fields: &mut Fields) -> Result<Hello, FrameError> {
         None | Some(Msgpack::Nil) => None,
         Some(value) => Some(
             into_string(value)
-                .and_then(|text| BASE64.decode(text).ok())
+                .and_then(|text| BASE64.decode_to_vec(text).ok())
                 .filter(|bytes| bytes.len() == NONCE_BYTES)
                 .ok_or(FrameError::BadField {
                     kind: K,
@@ -513,7 +562,7 @@ mod tests {
         let bytes = bytes_of(&hello());
         for (payload, framing) in [
             (bytes.clone(), Framing::Binary),
-            (BASE64.encode(&bytes).into_bytes(), Framing::Base64Text),
+            (BASE64.encode_to_string(&bytes).into_bytes(), Framing::Base64Text),
         ] {
             let value = decode_frame(&payload, framing, 1 << 20).unwrap();
             let PluginMessage::Hello(h) = parse(value).unwrap() else {
@@ -524,6 +573,61 @@ mod tests {
             assert_eq!(h.place_id, 123);
             assert_eq!(h.actions, vec!["exec".to_string()]);
         }
+    }
+
+    /// A response of `size` bytes of binary `result`, as a base64 text frame.
+    fn large_text_response(id: u64, size: usize) -> Bytes {
+        let frame = bytes_of(&map(vec![
+            ("t", "response".into()),
+            ("id", id.into()),
+            ("ok", true.into()),
+            (
+                "result",
+                Msgpack::Binary((0..size).map(|i| (i * 31 + id as usize) as u8).collect()),
+            ),
+        ]));
+        Bytes::from(BASE64.encode_to_string(frame))
+    }
+
+    fn decode_large(buffer: &mut DecodeBuffer, id: u64) -> RawValue {
+        let frame = large_text_response(id, 400_000);
+        let routed = PluginMessage::decode_routed(frame, Framing::Base64Text, 1 << 20, buffer).unwrap();
+        let PluginMessage::Response {
+            id: got,
+            outcome: Ok(result),
+        } = routed.message
+        else {
+            panic!("not a response");
+        };
+        assert_eq!(got, id);
+        result
+    }
+
+    fn result_bytes(id: u64) -> Vec<u8> {
+        (0..400_000).map(|i| (i * 31 + id as usize) as u8).collect()
+    }
+
+    #[test]
+    fn a_large_text_frame_reuses_the_last_ones_memory_only_once_it_was_let_go() {
+        let mut buffer = DecodeBuffer::default();
+        let first = decode_large(&mut buffer, 1);
+        let first_at = first.as_bytes().as_ptr();
+        drop(first);
+        // Nothing of the first is held: the second lands in the same memory.
+        let second = decode_large(&mut buffer, 2);
+        assert_eq!(second.as_bytes().as_ptr(), first_at);
+        // The second is still held: the third gets memory of its own, and neither changes.
+        let third = decode_large(&mut buffer, 3);
+        assert_ne!(third.as_bytes().as_ptr(), second.as_bytes().as_ptr());
+        assert_eq!(second.decode().unwrap(), Msgpack::Binary(result_bytes(2)));
+        assert_eq!(third.decode().unwrap(), Msgpack::Binary(result_bytes(3)));
+        // Bad base64 is an error, and the buffer still works after it.
+        let bad = Bytes::from(vec![b'!'; 400_000]);
+        assert!(PluginMessage::decode_routed(bad, Framing::Base64Text, 1 << 20, &mut buffer).is_err());
+        assert_eq!(
+            decode_large(&mut buffer, 4).decode().unwrap(),
+            Msgpack::Binary(result_bytes(4))
+        );
     }
 
     #[test]
@@ -576,7 +680,7 @@ mod tests {
         let frame = Bytes::from(bytes_of(&ok));
         assert_eq!(parse(ok).unwrap(), expected);
         assert_eq!(
-            PluginMessage::decode_routed(frame, Framing::Binary, 1024)
+            PluginMessage::decode_routed(frame, Framing::Binary, 1024, &mut DecodeBuffer::default())
                 .unwrap()
                 .message,
             expected,
@@ -646,7 +750,7 @@ mod tests {
             decode_frame(&payload, Framing::Binary, 1024),
             Err(FrameError::TooLarge { .. })
         ));
-        let text = BASE64.encode(&payload).into_bytes();
+        let text = BASE64.encode_to_string(&payload).into_bytes();
         assert!(matches!(
             decode_frame(&text, Framing::Base64Text, 1024),
             Err(FrameError::TooLarge { .. })
@@ -684,7 +788,7 @@ mod tests {
         let Frame::Text(text) = encode_frame(&HostMessage::Ping { n: 2 }, Framing::Base64Text) else {
             panic!("asked for text");
         };
-        let bytes = BASE64.decode(text).unwrap();
+        let bytes = BASE64.decode_to_vec(text).unwrap();
         let value = rmpv::decode::read_value(&mut &bytes[..]).unwrap();
         assert_eq!(value, map(vec![("t", "ping".into()), ("n", 2.into())]));
     }

@@ -11,8 +11,7 @@
 //! exactly representable, and strings that are not UTF-8 (Luau strings are bytes) are
 //! decoded lossily rather than failing the whole result.
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD as BASE64;
+use base64_simd::STANDARD as BASE64;
 use rmpv::Value as Msgpack;
 use serde_json::{Map, Number, Value as Json};
 
@@ -43,7 +42,7 @@ pub fn into_json(value: Msgpack) -> Json {
         Msgpack::F32(f) => float_to_json(f64::from(f)),
         Msgpack::F64(f) => float_to_json(f),
         Msgpack::String(s) => Json::String(utf8_or_lossy(s)),
-        Msgpack::Binary(bytes) => typed("binary", Json::String(BASE64.encode(bytes))),
+        Msgpack::Binary(bytes) => typed("binary", Json::String(BASE64.encode_to_string(bytes))),
         Msgpack::Array(items) => Json::Array(items.into_iter().map(into_json).collect()),
         Msgpack::Map(entries) => {
             let mut object = Map::with_capacity(entries.len());
@@ -56,7 +55,10 @@ pub fn into_json(value: Msgpack) -> Json {
             }
             Json::Object(object)
         }
-        Msgpack::Ext(kind, bytes) => typed("ext", serde_json::json!({ "kind": kind, "data": BASE64.encode(bytes) })),
+        Msgpack::Ext(kind, bytes) => typed(
+            "ext",
+            serde_json::json!({ "kind": kind, "data": BASE64.encode_to_string(bytes) }),
+        ),
     }
 }
 
@@ -162,7 +164,7 @@ fn special_from_json(object: &Map<String, Json>) -> Option<Msgpack> {
             "nan" => Some(Msgpack::F64(f64::NAN)),
             _ => None,
         },
-        ("binary", Json::String(text)) => BASE64.decode(text).ok().map(Msgpack::Binary),
+        ("binary", Json::String(text)) => BASE64.decode_to_vec(text).ok().map(Msgpack::Binary),
         _ => None,
     }
 }
