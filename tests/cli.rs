@@ -1,7 +1,7 @@
 //! The command line over the same command table: human output by default, the MCP
 //! tool's JSON with `--json`, exit code 1 on error.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! or on Linux Studio's own folder found through `ROBLOX_STUDIO_PATH` and `HOME`). Every
 //! test also proves that no secret it made reaches doctor's stdout or stderr.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

@@ -4,7 +4,7 @@
 //! own beside this one: e2e_sessions.rs, e2e_calls.rs, e2e_errors.rs, e2e_limits.rs and
 //! e2e_policy.rs.
 
-mod support;
+use crate::support;
 
 use rmpv::Value;
 use serde_json::json;

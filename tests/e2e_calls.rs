@@ -3,7 +3,7 @@
 //! progress between client and plugin, and the process ending with its client. The built
 //! binary as an MCP server, rmcp's client, fake plugins.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

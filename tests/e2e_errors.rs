@@ -2,7 +2,7 @@
 //! arguments and unknown tools, garbage frames, and requests too deep to parse. The built
 //! binary as an MCP server, rmcp's client, fake plugins.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

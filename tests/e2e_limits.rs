@@ -2,7 +2,7 @@
 //! results nested too deep for strict parsers, and large results bounded and marked. The
 //! built binary as an MCP server, rmcp's client, fake plugins.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! rules, and the config file, over MCP. The built binary as an MCP server, rmcp's client,
 //! fake plugins.
 
-mod support;
+use crate::support;
 
 use rmpv::Value;
 use serde_json::json;

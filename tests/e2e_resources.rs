@@ -6,7 +6,7 @@
 // send; rmcp marks it legacy next to 2026-07-28's subscriptions/listen.
 #![allow(deprecated)]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

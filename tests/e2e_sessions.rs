@@ -3,7 +3,7 @@
 //! startup grace, hellos that replace or are refused, and playtest sessions carried over the
 //! edit plugin's socket. The built binary as an MCP server, rmcp's client, fake plugins.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

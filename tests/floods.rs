@@ -5,7 +5,7 @@
 //! the host's peak memory (VmHWM) stayed under a bound the unbounded queues overran.
 //! The bounds themselves are in docs/protocol.md (Floods).
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::process::Stdio;

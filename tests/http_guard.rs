@@ -1,7 +1,7 @@
 //! The Host/Origin guard on the real binary: browsers and rebinding attacks are refused
 //! before any upgrade; the health endpoint answers local tools.
 
-mod support;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

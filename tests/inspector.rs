@@ -5,7 +5,7 @@
 //! `$STUDIO_BRIDGE_TOOLS/npm` (default `~/.cache/studio-bridge-tools/npm`); without it
 //! this test fails, unless `STUDIO_BRIDGE_ALLOW_SKIP=1` (TESTING.md).
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::process::{Output, Stdio};

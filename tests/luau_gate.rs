@@ -2,7 +2,7 @@
 //! the bridge port. A broken script is answered `syntax_error` with Luau's line, and the
 //! fake plugin receives no request at all; valid Luau still goes through.
 
-mod support;
+use crate::support;
 
 use rmpv::Value;
 use serde_json::json;

@@ -1,7 +1,7 @@
 //! The plugin's Luau specs (msgpack, base64, codec, paths, log buffer, every action, the
 //! connection, Play brokering), run under Lune on the source and on the embedded .rbxm.
 
-mod support;
+use crate::support;
 
 use support::lune::{lune, repo};
 

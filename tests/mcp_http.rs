@@ -4,7 +4,7 @@
 //! the token an `initialize` is served. (The Inspector drives every tool over it in
 //! tests/inspector.rs.)
 
-mod support;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

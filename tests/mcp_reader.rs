@@ -3,7 +3,7 @@
 //! the 16 MiB limit is answered for its id, and a `tools/call` whose `arguments` is not an
 //! object is the tool's `invalid_args`.
 
-mod support;
+use crate::support;
 
 use std::process::Stdio;
 use std::time::Duration;

@@ -5,7 +5,7 @@
 //! under Lune pairs in every test of tests/real_plugin.rs; here fake plugins play the
 //! installed plugin (with the secret read back out of a real install) and the stranger.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

@@ -2,7 +2,7 @@
 //! both ends, and a `logs --follow` subscription outlives the host it started on. Real
 //! `studio-bridge` processes, stopped and killed with signals; fake plugins.
 
-mod support;
+use crate::support;
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};

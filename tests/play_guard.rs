@@ -5,7 +5,7 @@
 //! sees a test starting answers `context_changed` without running it, and the host
 //! resolves the call again, waiting for the test's server. It never falls back to edit.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! `--deny-capability` and the config file's `deny_capabilities` refuse over MCP, and that
 //! the config file's policy binds the CLI and the terminal too, unless `--ignore-config`.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

@@ -1,7 +1,7 @@
 //! Processes together (TESTING.md layer 4): several real `studio-bridge` processes on one
 //! port, one host and its peers, the host killed mid-call, and the rules on who may join.
 
-mod support;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::process::Stdio;

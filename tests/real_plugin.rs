@@ -6,7 +6,7 @@
 //! (playtests, `test_run`, exec in Play), real_plugin_peers.rs (more than one process) and
 //! real_plugin_pairing.rs.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

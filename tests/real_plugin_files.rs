@@ -13,7 +13,7 @@
 //!   each name the files of their own sourcemap.
 //! - `studio-bridge logs` prints `file:line:` for a line that names a mapped script.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

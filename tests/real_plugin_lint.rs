@@ -3,7 +3,7 @@
 //! the test's own, and the real `selene` and `stylua` executables (found on PATH by the
 //! host, as a project's toolchain puts them there).
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! deadline, so the clone times out on the host while it still waits, unread, in the plugin;
 //! once Studio is free it runs, and `state {operationId}` reports it done.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

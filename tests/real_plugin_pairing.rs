@@ -2,7 +2,7 @@
 //! installed plugin pairs with the real host, and a process that holds the port first
 //! without the user's secret gets neither the secret nor any work done; `doctor` names it.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

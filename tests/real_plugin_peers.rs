@@ -2,7 +2,7 @@
 //! hosts in turn on one port, and a read-only peer beside the host, against the embedded
 //! .rbxm in a headless Studio under Lune.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

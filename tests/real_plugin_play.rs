@@ -8,7 +8,7 @@
 //! - A `test_run`'s logs hold what the game's scripts printed when the test's DataModels
 //!   started, before their PluginConnection to the edit plugin was up, exactly once.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

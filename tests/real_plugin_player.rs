@@ -5,7 +5,7 @@
 //! VirtualInput.luau, Characters.luau, PlayClient.luau), driven over MCP by the real
 //! `studio-bridge mcp`. What the client saw is read back with `exec` in the same client.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

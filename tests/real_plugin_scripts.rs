@@ -2,7 +2,7 @@
 //! `script_edit` and `script_search`, answered by the embedded .rbxm in a headless Studio
 //! under Lune, through the real `studio-bridge mcp`.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::studio::{edit_studio, exchange};

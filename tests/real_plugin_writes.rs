@@ -8,7 +8,7 @@
 //! The harness is `tests/lune/studio-writes.luau`: studio.luau with UpdateSourceAsync held
 //! while its script carries the attribute `HoldUpdateSource`, and LoadAsset of asset 4242 held.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Stdio;

@@ -9,7 +9,7 @@
 //! STUDIO_BRIDGE_ALLOW_SKIP=1.
 #![cfg(target_os = "linux")]
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};

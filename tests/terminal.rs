@@ -2,7 +2,7 @@
 //! by a `serve` process (so the terminal joins it as a peer, as it would beside an agent):
 //! first with stdin piped (no TTY), then through a pseudo-terminal as a person uses it.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::process::Stdio;
