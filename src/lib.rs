@@ -17,4 +17,5 @@ pub mod plugin_install;
 pub mod policy;
 pub mod protocol;
 pub mod sourcemap;
+pub mod subcommands;
 pub mod terminal;

@@ -1,5 +1,6 @@
 //! The table's commands as clap subcommands, shared by the CLI (`studio-bridge <command>`)
-//! and the terminal (`.command`): flags come from each command's input schema, so nothing
+//! and the terminal (`.command`), on the adapters' floor above the table (it reads each
+//! command's spec and schema; no command reads it): flags come from each command's input schema, so nothing
 //! here knows a command by name, and [`arguments`] turns parsed flags back into the
 //! arguments object an MCP client would send.
 

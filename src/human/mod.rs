@@ -1,11 +1,9 @@
-//! What the two human surfaces, the CLI (`src/cli/`) and the terminal (`src/terminal/`),
-//! share. Two floors live here (tests/floors.rs):
-//! - [`render`] and [`luau`], the rendering library, sit below the command table: each
-//!   command renders its own result with them (`commands::Render`, in the command's
-//!   file), and they know JSON and terminals, never a command, the bridge or an adapter.
-//! - [`args`], the table's commands as clap subcommands, sits with the adapters above the
-//!   table: it reads each command's spec and schema, and no command reads it.
+//! The rendering library the two human surfaces, the CLI (`src/cli/`) and the terminal
+//! (`src/terminal/`), write with. It sits below the command table (tests/floors.rs): each
+//! command renders its own result with it (`commands::Render`, in the command's file), and
+//! it knows JSON and terminals, never a command, the bridge or an adapter. The commands as
+//! clap subcommands, which those surfaces also share, are the `subcommands` module, on
+//! the adapters' floor.
 
-pub mod args;
 pub mod luau;
 pub mod render;

@@ -6,8 +6,8 @@
 use clap::ArgMatches;
 
 use crate::commands::{self, DynCommand};
-use crate::human::args::subcommand_for;
 use crate::protocol::Context;
+use crate::subcommands::subcommand_for;
 
 /// The terminal's own dot-commands, with what they do (`.sessions` is the table's).
 pub const OWN: &[(&str, &str, &str)] = &[
@@ -293,7 +293,7 @@ mod tests {
         let Dot::Table(command, matches) = parse(".query Workspace.Part --properties Size,Color") else {
             panic!("not a table command")
         };
-        let args = crate::human::args::arguments(command, &matches).unwrap();
+        let args = crate::subcommands::arguments(command, &matches).unwrap();
         assert_eq!(
             serde_json::Value::Object(args),
             serde_json::json!({"path": "Workspace.Part", "properties": ["Size", "Color"]})
@@ -302,7 +302,7 @@ mod tests {
             panic!("not a table command")
         };
         assert_eq!(command.spec().name, "script_read");
-        let args = crate::human::args::arguments(command, &matches).unwrap();
+        let args = crate::subcommands::arguments(command, &matches).unwrap();
         assert_eq!(args["path"], "Workspace.My Script");
         assert!(matches!(parse(".logs --count many --bogus"), Dot::Say(text) if text.contains("--bogus")));
     }

@@ -31,11 +31,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::bridge::{self, Bridge, BridgeOptions, CallHooks, SessionInfo, Target};
 use crate::commands::{self, DynCommand, InvocationParts, Limits, Output};
-use crate::human::args::{arguments, default_image_path};
 use crate::human::render::{self, Style, escape_controls};
 use crate::policy::{ActivePolicy, Policy};
 use crate::protocol::{Context, ToolError};
 use crate::sourcemap::Watched;
+use crate::subcommands::{arguments, default_image_path};
 use dot::Dot;
 use session::{Attached, Pick};
 
