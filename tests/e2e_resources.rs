@@ -266,3 +266,79 @@ async fn a_cut_result_links_to_pages_whose_union_is_the_whole_result() {
     let small = mcp.call("studio_sessions", json!({})).await;
     assert!(small.content.iter().all(|c| c.as_resource_link().is_none()));
 }
+
+/// The rest of cut results is bounded in memory, not only in name: 60 calls for 10,000
+/// log lines of about 320 bytes (each a 3.5 MB frame cut at the default bound, and read as
+/// a tree to add the files its lines name) keep the host's peak RSS within 160 MiB; the
+/// newest cut result stays readable and the oldest went first; 2,000 small calls after
+/// that grow the host by less than 8 MiB. Before the store counted what it held, the
+/// same calls took it past 600 MiB.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn cut_results_are_held_within_the_stores_bound_in_memory() {
+    const CALLS: usize = 60;
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let entries: Vec<Value> = (0..10_000u64)
+        .map(|seq| {
+            value_map(vec![
+                ("seq", seq.into()),
+                ("level", "output".into()),
+                ("body", format!("line {seq:05} {}", "x".repeat(300)).into()),
+                ("timestamp", Value::F64(1.7e12)),
+            ])
+        })
+        .collect();
+    let logs = value_map(vec![
+        ("entries", Value::Array(entries)),
+        ("total", 10_000u64.into()),
+        ("bufferCapacity", 10_000u64.into()),
+        ("nextSince", 10_000u64.into()),
+    ]);
+    let studio = support::fake_plugin::studio_like();
+    let _plugin = FakePlugin::connect(
+        port,
+        Identity::edit("A"),
+        handler(move |action, args| match action {
+            "logs" => Reply::Ok(logs.clone()),
+            other => studio(other, args),
+        }),
+    )
+    .await;
+    let mut links = Vec::new();
+    for _ in 0..CALLS {
+        let result = mcp.call("studio_logs", json!({"count": 10_000})).await;
+        let link = result
+            .content
+            .iter()
+            .find_map(|c| c.as_resource_link())
+            .unwrap_or_else(|| panic!("10,000 lines are cut at the default bound: {result:?}"));
+        links.push(link.uri.clone());
+    }
+    let newest = read(&mcp, &format!("{}?page=1", links[CALLS - 1]))
+        .await
+        .expect("the newest cut result stays readable");
+    assert!(newest.0.contains("line "), "{}", &newest.0[..200.min(newest.0.len())]);
+    let oldest = read(&mcp, &format!("{}?page=1", links[0]))
+        .await
+        .expect_err("the oldest cut result went first");
+    assert!(oldest.to_string().contains("is not kept"), "{oldest}");
+    let peak = support::memory_mib(mcp.pid, "VmHWM");
+    assert!(
+        peak <= 160.0,
+        "the host's peak RSS after {CALLS} cut results: {peak:.1} MiB"
+    );
+
+    let before = support::memory_mib(mcp.pid, "VmRSS");
+    for _ in 0..2_000 {
+        mcp.ok("studio_state", json!({})).await;
+    }
+    let after = support::memory_mib(mcp.pid, "VmRSS");
+    eprintln!(
+        "host RSS: peak {peak:.1} MiB after {CALLS} cut results; {before:.1} → {after:.1} MiB over 2,000 small calls"
+    );
+    assert!(
+        after - before < 8.0,
+        "2,000 small calls grew the host from {before:.1} to {after:.1} MiB"
+    );
+}

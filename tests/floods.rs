@@ -28,13 +28,7 @@ const PEAK_RSS_LIMIT_MIB: f64 = 64.0;
 
 /// The peak resident memory of process `pid` so far, in MiB.
 fn peak_rss_mib(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read /proc/<pid>/status");
-    let kib: f64 = status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:"))
-        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmHWM in /proc/<pid>/status");
-    kib / 1024.0
+    support::memory_mib(pid, "VmHWM")
 }
 
 fn field<'a>(value: &'a Value, key: &str) -> &'a Value {

@@ -258,11 +258,25 @@ async fn format_writes_exactly_what_stylua_gives_with_the_projects_stylua_toml()
     );
     assert_eq!(replaced["hash"], now["hash"]);
 
-    // A source stylua cannot format fails the call, naming it, and writes nothing.
+    // A source that does not parse is a syntax error naming its line, with `format` as
+    // without it, and writes nothing.
     let broken = mcp
         .err(
             "studio_script_edit",
             json!({"path": script, "source": "local x = \n", "format": true}),
+        )
+        .await;
+    assert_eq!(broken["code"], "syntax_error", "{broken}");
+    let message = broken["message"].as_str().unwrap();
+    assert!(message.starts_with("source: line "), "names the line: {message}");
+    assert_eq!(source_of(&mcp, script).await["source"], want);
+
+    // A source stylua cannot format (unchecked here) fails the call, naming it, and
+    // writes nothing.
+    let broken = mcp
+        .err(
+            "studio_script_edit",
+            json!({"path": script, "source": "local x = \n", "format": true, "check": false}),
         )
         .await;
     assert_eq!(broken["code"], "invalid_args", "{broken}");

@@ -4,13 +4,11 @@
 //! Each command says in its own file where its result names scripts ([`Files`]); nothing
 //! here knows a command.
 
-use std::sync::Arc;
-
 use serde_json::{Map, Value as Json};
 
 use crate::protocol::raw::{RawValue, Reader, Token, skip};
 use crate::protocol::{ErrorCode, ToolError};
-use crate::sourcemap::{Sourcemap, Watched, locations};
+use crate::sourcemap::{Sourcemap, locations};
 
 /// Where a command's result names scripts or carries Studio's messages.
 #[derive(Debug, Clone, Copy)]
@@ -143,11 +141,6 @@ pub fn refuse_file_backed(path: &str, map: Option<&Sourcemap>) -> Result<(), Too
         ),
     )
     .with_details(serde_json::json!({ "path": path, "file": file })))
-}
-
-/// The map a caller's sourcemap holds now, if it has one.
-pub fn current(files: Option<&Arc<Watched>>) -> Option<Arc<Sourcemap>> {
-    files.and_then(|w| w.current())
 }
 
 /// A result's top-level `success`, read from its bytes without decoding them.

@@ -134,7 +134,7 @@ impl Command for ScriptEdit {
     async fn run(args: ScriptEditArgs, cx: &Invocation) -> Result<Output, ToolError> {
         validate(&args)?;
         if !args.force {
-            super::files::refuse_file_backed(&args.path, cx.sourcemap().as_deref())?;
+            super::files::refuse_file_backed(&args.path, cx.sourcemap().await.as_deref())?;
         }
         // The new source, and what it is written against: a whole source needs no preview
         // unless nothing is to be written.
@@ -146,6 +146,12 @@ impl Command for ScriptEdit {
                 (Some(preview), source)
             }
         };
+        // The syntax check comes first: a source that does not parse is a `syntax_error`
+        // naming its line, with or without `format` (stylua would refuse it in its own
+        // words). A formatted source is checked again, as what is written.
+        if args.check {
+            check_syntax(&source)?;
+        }
         if args.format {
             source = luau::format::format(&source).await.map_err(|why| {
                 ToolError::new(
@@ -153,9 +159,9 @@ impl Command for ScriptEdit {
                     format!("format: {why}; nothing was written (leave out format to write the source as it is)."),
                 )
             })?;
-        }
-        if args.check {
-            check_syntax(&source)?;
+            if args.check {
+                check_syntax(&source)?;
+            }
         }
         let (path, expected_hash) = match &preview {
             Some(preview) => (preview.path.clone(), Some(preview.base_hash.clone())),

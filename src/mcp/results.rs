@@ -72,10 +72,7 @@ impl ResultStore {
     /// returns its URI. Nothing is decoded or copied here.
     pub fn keep(&self, whole: Whole, kept_text: String) -> String {
         let id = uuid::Uuid::new_v4().simple().to_string();
-        let bytes = match &whole {
-            Whole::Plugin(raw) => raw.len(),
-            Whole::Json(_) => kept_text.len(),
-        };
+        let bytes = whole.held_bytes() + kept_text.len();
         let mut kept = lock(&self.kept);
         kept.push_back(Kept {
             id: id.clone(),

@@ -260,15 +260,28 @@ impl Watched {
         &self.path
     }
 
+    /// [`Watched::current`] from async code: the file's stamp is looked at here, and a
+    /// changed file is read and parsed on the blocking pool (a 20 MB map takes about half a
+    /// second), so that no other call on the async thread waits for it, nor for its lock.
+    pub async fn current_off_thread(self: &Arc<Self>) -> Option<Arc<Sourcemap>> {
+        if let Ok(state) = self.state.try_lock()
+            && state.checked
+            && state.stamp == stamp_of(&self.path)
+        {
+            return state.map.clone();
+        }
+        let watched = Arc::clone(self);
+        tokio::task::spawn_blocking(move || watched.current())
+            .await
+            .unwrap_or_default()
+    }
+
     /// The map as the file is now: read again if it changed since the last call. A file
     /// that does not parse is said once on stderr and the map read before it is kept; a
     /// file that is gone maps nothing.
     pub fn current(&self) -> Option<Arc<Sourcemap>> {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let stamp = std::fs::metadata(&self.path)
-            .ok()
-            .filter(|m| m.is_file())
-            .map(|m| (m.modified().ok(), m.len()));
+        let stamp = stamp_of(&self.path);
         if state.checked && stamp == state.stamp {
             return state.map.clone();
         }
@@ -322,6 +335,14 @@ impl Watched {
             (Some(_), None, None) => Status::Missing(path),
         }
     }
+}
+
+/// A file's (modified, len), or `None` when it is missing: what says it changed.
+fn stamp_of(path: &Path) -> Option<(Option<SystemTime>, u64)> {
+    std::fs::metadata(path)
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| (m.modified().ok(), m.len()))
 }
 
 #[cfg(test)]
@@ -473,6 +494,46 @@ pub(crate) mod tests {
 
         std::fs::remove_file(&path).unwrap();
         assert!(watched.current().is_none(), "a removed sourcemap maps nothing");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A changed sourcemap is read on the blocking pool: while one is read (its lock held
+    /// elsewhere), the async thread runs other tasks. On a one-thread runtime, the other
+    /// task here is what lets the read finish: had the read blocked the runtime's thread,
+    /// the lock would go only when its holder gave up waiting, unreleased by that task.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_sourcemap_read_holds_up_no_other_task() {
+        let dir = std::env::temp_dir().join(format!("sb-sourcemap-async-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let path = dir.join(FILE_NAME);
+        std::fs::write(&path, MAP).unwrap();
+        let watched = Watched::new(Some(path));
+        let (locked_tx, locked_rx) = std::sync::mpsc::channel();
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let holder = {
+            let watched = Arc::clone(&watched);
+            std::thread::spawn(move || {
+                let _state = watched.state.lock().unwrap();
+                locked_tx.send(()).unwrap();
+                // Released by the other task, or, if it never ran, after 5 s.
+                release_rx.recv_timeout(std::time::Duration::from_secs(5)).is_ok()
+            })
+        };
+        locked_rx.recv().unwrap();
+        let reading = tokio::spawn({
+            let watched = Arc::clone(&watched);
+            async move { watched.current_off_thread().await }
+        });
+        let other = tokio::spawn(async move {
+            release_tx.send(()).unwrap();
+        });
+        let map = reading.await.unwrap().expect("the map, once the lock is free");
+        other.await.unwrap();
+        assert_eq!(map.scripts(), 5);
+        assert!(
+            holder.join().unwrap(),
+            "the other task ran while the sourcemap was being read"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

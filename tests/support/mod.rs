@@ -69,3 +69,16 @@ pub async fn wait_for(what: &str, timeout: Duration, mut condition: impl FnMut()
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+/// A process's resident memory in MiB, from `/proc/<pid>/status`: `VmHWM` (its peak so
+/// far) or `VmRSS` (now).
+#[cfg(target_os = "linux")]
+pub fn memory_mib(pid: u32, field: &str) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read /proc/<pid>/status");
+    let kib: f64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("{field} in /proc/{pid}/status"));
+    kib / 1024.0
+}
