@@ -196,3 +196,94 @@ async fn allow_unpaired_still_proves_itself_to_a_paired_plugin() {
     assert_eq!(installed.log().challenges, [true]);
     assert_eq!(session_ids(&mcp).await, ["A-edit"]);
 }
+
+/// A connection that has said a well-formed hello leaves the places of those that have
+/// not: noisy connections cannot evict a plugin in the middle of its pairing. Each round, a
+/// plugin whose `auth` takes a second (a busy Studio) pairs while sixteen connections,
+/// each upgraded and having sent one byte (so none counts as silent), take those places in
+/// turn. Before, the pairing plugin still held the oldest place and was evicted: 0 of 5
+/// paired.
+#[tokio::test]
+async fn noisy_connections_cannot_evict_a_plugin_during_its_pairing() {
+    use studio_bridge::bridge::budget::MAX_UNIDENTIFIED_PLUGINS as SLOTS;
+    use tokio::io::AsyncWriteExt;
+    let dir = config_dir("noisy");
+    let secret = secret_of(&install_plugin(&dir, &[]).await);
+    let port = free_port();
+    let mcp = Mcp::spawn_with_config_dir(port, &[], &dir).await;
+    let mut paired_plugins = Vec::new();
+    for round in 0..5 {
+        let plugin = FakePlugin::start(
+            port,
+            Identity {
+                auth_delay: Some(Duration::from_secs(1)),
+                ..paired(&format!("P{round}"), &secret)
+            },
+            studio_like(),
+        );
+        plugin
+            .wait("the host's challenge", WAIT, |log| !log.challenges.is_empty())
+            .await;
+        let mut noisy = Vec::new();
+        for _ in 0..SLOTS {
+            let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+            stream
+                .write_all(
+                    format!(
+                        "GET /v1/plugin HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\nconnection: Upgrade\r\nupgrade: websocket\r\nsec-websocket-version: 13\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+                    )
+                    .as_bytes(),
+                )
+                .await
+                .unwrap();
+            let mut head = [0u8; 12];
+            stream.read_exact(&mut head).await.expect("upgraded");
+            assert_eq!(&head[9..12], b"101", "{}", String::from_utf8_lossy(&head));
+            // One byte of a frame: no longer silent.
+            stream.write_all(&[0x82]).await.unwrap();
+            // Read before the next one comes, so that none of them is the silent one.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            noisy.push(stream);
+        }
+        let log = plugin
+            .wait("welcomed after its slow auth", WAIT, |log| {
+                log.welcomes == 1 || !log.closes.is_empty()
+            })
+            .await;
+        assert_eq!(
+            (log.welcomes, log.closes.len()),
+            (1, 0),
+            "round {round}: the pairing plugin was welcomed, not closed"
+        );
+        paired_plugins.push(plugin);
+    }
+    assert_eq!(session_ids(&mcp).await.len(), 5, "all five paired");
+}
+
+/// `--allow-unpaired` stays with the process it was given to: a peer given it that takes
+/// over from a paired host keeps the bridge paired, so a plugin without the secret is
+/// still refused, while the paired plugin reconnects to it.
+#[tokio::test]
+async fn a_peer_taking_over_from_a_paired_host_stays_paired() {
+    let dir = config_dir("takeover");
+    let secret = secret_of(&install_plugin(&dir, &[]).await);
+    let port = free_port();
+    let host = Mcp::spawn_with_config_dir(port, &[], &dir).await;
+    let peer = Mcp::spawn_with_config_dir(port, &["--allow-unpaired"], &dir).await;
+    let installed = FakePlugin::connect(port, paired("A", &secret), studio_like()).await;
+    assert_eq!(session_ids(&peer).await, ["A-edit"], "the peer sees the host's session");
+
+    // The host leaves; the peer takes over, and the paired plugin comes back to it.
+    host.client.cancel().await.unwrap();
+    installed
+        .wait("the paired plugin's reconnect", WAIT, |log| log.welcomes >= 2)
+        .await;
+    let stranger = FakePlugin::start(port, Identity::edit("S"), studio_like());
+    let (code, _, close) = refused(&stranger).await;
+    assert_eq!(
+        (code.as_str(), close),
+        ("unpaired", Some(4003)),
+        "the bridge stays paired"
+    );
+    assert_eq!(session_ids(&peer).await, ["A-edit"]);
+}

@@ -325,3 +325,50 @@ async fn logs_follow_resubscribes_through_a_new_host_as_a_peer() {
     assert_eq!(sessions["sessions"][0]["sessionId"], "A-edit");
     let _ = child.kill().await;
 }
+
+/// A peer proves the host before it sends anything: a squatter that holds the port and
+/// answers `/v1/health` as studio-bridge gets each peer's `hello` and nothing else (no
+/// bearer, no call), whether it forges a challenge or sends none, with a stale token file
+/// of a dead host on disk or none; and the CLI exits 1 saying the port's holder did not
+/// prove itself, naming `studio-bridge doctor`.
+#[tokio::test]
+async fn a_squatter_holding_the_port_gets_no_token_and_no_call_from_a_peer() {
+    use support::squatter::{Ploy, Squatter};
+    for (ploy, stale_token) in [(Ploy::ForgedChallenge, true), (Ploy::NoChallenge, false)] {
+        let port = free_port();
+        let squatter = Squatter::start(port, ploy).await;
+        let token_path = studio_bridge::bridge::token::token_path(port);
+        if stale_token {
+            studio_bridge::bridge::secret_file::write(&token_path, &"ab".repeat(32)).unwrap();
+        } else {
+            let _ = std::fs::remove_file(&token_path);
+        }
+        let output = tokio::process::Command::new(binary())
+            .args(["exec", "--port", &port.to_string(), "print('secret work')"])
+            .env("STUDIO_BRIDGE_CONFIG_DIR", support::mcp_client::empty_config_dir())
+            .env("NO_COLOR", "1")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .await
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{ploy:?}: {stderr}");
+        assert!(stderr.contains("did not prove itself"), "{ploy:?}: {stderr}");
+        assert!(stderr.contains("studio-bridge doctor"), "{ploy:?}: {stderr}");
+        let seen = squatter.seen.lock().unwrap();
+        assert!(
+            seen.authorizations.is_empty(),
+            "{ploy:?}: a bearer was sent: {:?}",
+            seen.authorizations
+        );
+        let kinds = seen.kinds();
+        assert!(
+            kinds.iter().all(|t| t == "hello"),
+            "{ploy:?}: the squatter got more than hellos: {kinds:?}"
+        );
+        if stale_token {
+            assert!(!kinds.is_empty(), "{ploy:?}: the peer tried, with its hello alone");
+        }
+        let _ = std::fs::remove_file(&token_path);
+    }
+}

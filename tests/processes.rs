@@ -187,44 +187,45 @@ async fn peers_need_the_token_and_a_loopback_origin() {
             0o600
         );
     }
-    let upgrade = move |extra: Vec<String>| {
-        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-        stream.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
-        let mut request = format!(
-            "GET /v1/client HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
-        );
-        for header in extra {
-            request.push_str(&header);
-            request.push_str("\r\n");
-        }
-        request.push_str("\r\n");
-        stream.write_all(request.as_bytes()).unwrap();
-        let mut buffer = [0u8; 256];
-        let n = stream.read(&mut buffer).unwrap_or(0);
-        String::from_utf8_lossy(&buffer[..n])
-            .lines()
-            .next()
-            .unwrap_or_default()
-            .to_owned()
+    // A web page is refused before any upgrade.
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    write!(
+        stream,
+        "GET /v1/client HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: https://evil.example\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    )
+    .unwrap();
+    let mut buffer = [0u8; 256];
+    let n = stream.read(&mut buffer).unwrap_or(0);
+    let status = String::from_utf8_lossy(&buffer[..n])
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(status.contains("403"), "{status}");
+
+    // The token never crosses the wire: a peer proves it holds it, after the host did.
+    let (mut sink, mut stream) = support::raw_peer::open(port).await;
+    let answer = support::raw_peer::handshake(&mut sink, &mut stream, &"0".repeat(64)).await;
+    let studio_bridge::bridge::peer_pairing::Step::Reject { code, .. } = answer else {
+        panic!("a wrong token is refused: {answer:?}")
     };
-    let token = token.trim().to_owned();
-    let cases = vec![
-        (vec![], "401"),
-        (vec!["Authorization: Bearer 0000".to_string()], "401"),
-        (
-            vec![
-                format!("Authorization: Bearer {token}"),
-                "Origin: https://evil.example".into(),
-            ],
-            "403",
-        ),
-        (vec![format!("Authorization: Bearer {token}")], "101"),
-    ];
-    for (headers, expected) in cases {
-        let shown = format!("{headers:?}");
-        let status = tokio::task::spawn_blocking(move || upgrade(headers)).await.unwrap();
-        assert!(status.contains(expected), "{shown}: {status}");
-    }
+    assert_eq!(code, "unauthorized");
+    let (mut sink, mut stream) = support::raw_peer::open(port).await;
+    let answer = support::raw_peer::handshake(&mut sink, &mut stream, token.trim()).await;
+    assert_eq!(answer, studio_bridge::bridge::peer_pairing::Step::Welcome);
+
+    // A call before the handshake is never served: the host wanted a hello.
+    let (mut sink, mut stream) = support::raw_peer::open(port).await;
+    let call = rmpv::Value::Map(vec![("t".into(), "sessions".into()), ("id".into(), 1.into())]);
+    futures_util::SinkExt::send(&mut sink, support::raw_peer::frame(&call))
+        .await
+        .unwrap();
+    let answer = support::raw_peer::next_step(&mut stream).await;
+    assert!(
+        matches!(&answer, studio_bridge::bridge::peer_pairing::Step::Reject { code, .. } if code == "bad_hello"),
+        "{answer:?}"
+    );
 }
 
 #[tokio::test]

@@ -40,6 +40,12 @@ pub const HELLO_BYTES: usize = 64 * 1024;
 /// Plugin connections that may be waiting for their `hello` at once.
 pub const MAX_UNIDENTIFIED_PLUGINS: usize = 16;
 
+/// Pairing handshakes (a `hello` read, the plugin's `auth` awaited) in progress at once.
+/// Counted apart from the connections that have not said hello: a connection that said a
+/// well-formed hello has left those (they evict one another) and waits its turn here, in
+/// order, for at most the handshake's own 5 s, and is never evicted.
+pub const MAX_HANDSHAKES: usize = 16;
+
 const LIFTED: usize = usize::MAX;
 
 /// The bytes a connection may still read; handed to the request handlers as connect info.

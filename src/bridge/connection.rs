@@ -10,7 +10,7 @@ use axum::extract::ws::{Message, WebSocket};
 use base64_simd::STANDARD as BASE64;
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
-use tokio::sync::mpsc;
+use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::budget;
@@ -47,19 +47,26 @@ enum End {
     Dead,
 }
 
-/// Serves one plugin connection; `identified` runs once its `hello` is accepted (it
-/// lifts the connection's pre-hello read budget, see `budget.rs`) or refused.
+/// Serves one plugin connection; `identified` runs once a well-formed `hello` was read
+/// (it frees the connection's place among those that have not said hello and lifts its
+/// pre-hello read budget, see `budget.rs`), or once the connection is refused before one.
+/// Its pairing handshake then waits its turn among `handshakes`: a connection that said
+/// hello is never evicted for a newer one.
 pub async fn serve_plugin(
     socket: WebSocket,
     registry: Arc<Registry>,
     pairing: Arc<Pairing>,
+    handshakes: Arc<Semaphore>,
     shutdown: CancellationToken,
     identified: impl FnOnce(),
 ) {
     let (mut sink, mut stream) = socket.split();
     let hello = read_hello(&mut stream, registry.max_message_bytes.min(budget::HELLO_BYTES)).await;
     let (hello, framing) = match hello {
-        Ok(found) => found,
+        Ok(found) => {
+            identified();
+            found
+        }
         Err((code, message)) => {
             identified();
             tracing::warn!(%message, "plugin connection refused");
@@ -76,7 +83,6 @@ pub async fn serve_plugin(
         }
     };
     if hello.protocol != PROTOCOL_VERSION {
-        identified();
         let message = mismatch_message(hello.protocol);
         tracing::warn!(session = %hello.session_id, "{message}");
         let reject = Some(("protocol_mismatch", message.as_str()));
@@ -85,8 +91,13 @@ pub async fn serve_plugin(
     }
     // Only the socket's first hello is proven: the playtest sessions it carries later
     // (`CarriedSessions::open`) are vouched for by this paired connection.
-    let proven = handshake(&mut sink, &mut stream, framing, &hello, &pairing).await;
-    identified();
+    let proven = match tokio::time::timeout(HELLO_TIMEOUT, handshakes.acquire()).await {
+        Ok(Ok(_turn)) => handshake(&mut sink, &mut stream, framing, &hello, &pairing).await,
+        _ => Err(format!(
+            "{} pairings were in progress for 5 s; studio-bridge was too busy to pair this plugin (it retries by itself)",
+            budget::MAX_HANDSHAKES
+        )),
+    };
     if let Err(message) = proven {
         tracing::warn!(session = %hello.session_id, "refused an unpaired plugin: {message}");
         refuse(

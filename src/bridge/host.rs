@@ -10,12 +10,12 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{ConnectInfo, Request, State, WebSocketUpgrade};
-use axum::http::header::AUTHORIZATION;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -67,6 +67,8 @@ struct AppState {
     pairing: Arc<Pairing>,
     /// Plugin connections that have not said hello yet.
     unidentified: Arc<Pending>,
+    /// Turns for pairing handshakes in progress ([`budget::MAX_HANDSHAKES`]).
+    handshakes: Arc<Semaphore>,
 }
 
 impl Host {
@@ -110,6 +112,7 @@ impl Host {
             connections: connections.clone(),
             pairing: Arc::new(config.pairing),
             unidentified: Pending::new(),
+            handshakes: Arc::new(Semaphore::new(super::budget::MAX_HANDSHAKES)),
         };
         let app = router(state);
         let stop = stop_accepting.clone();
@@ -213,7 +216,14 @@ async fn plugin_socket(
                 budget.lift();
                 drop(slot);
             };
-            let serve = connection::serve_plugin(socket, state.registry, state.pairing, state.shutdown, identified);
+            let serve = connection::serve_plugin(
+                socket,
+                state.registry,
+                state.pairing,
+                state.handshakes,
+                state.shutdown,
+                identified,
+            );
             tracker.track_future(async move {
                 tokio::select! {
                     biased;
@@ -231,25 +241,25 @@ async fn plugin_socket(
 async fn peer_socket(
     State(state): State<AppState>,
     ConnectInfo(budget): ConnectInfo<ReadBudget>,
-    headers: HeaderMap,
     upgrade: WebSocketUpgrade,
 ) -> Response {
-    let presented = headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok());
-    if !token::authorized(presented, &state.token) {
-        tracing::warn!("refused a peer without the right token");
-        return (
-            StatusCode::UNAUTHORIZED,
-            "missing or wrong peer token: re-read the token file and retry",
-        )
-            .into_response();
-    }
-    // A peer with the token is another studio-bridge of this user: no cap.
-    budget.lift();
+    // No bearer here: the peer proves it holds the token in the handshake that opens the
+    // socket (`peer_pairing.rs`), after this host proved it first; its read budget is
+    // lifted once it has.
     let limit = wire_limit(&state.registry);
     let tracker = state.connections.clone();
+    let token = Arc::clone(&state.token);
     upgrade
         .read_buffer_size(super::SOCKET_READ_BUFFER)
         .max_message_size(limit)
         .max_frame_size(limit)
-        .on_upgrade(move |socket| tracker.track_future(peer_server::serve_peer(socket, state.registry, state.shutdown)))
+        .on_upgrade(move |socket| {
+            tracker.track_future(peer_server::serve_peer(
+                socket,
+                state.registry,
+                state.shutdown,
+                token,
+                budget,
+            ))
+        })
 }

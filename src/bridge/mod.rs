@@ -21,6 +21,7 @@ pub mod liveness;
 pub mod origin;
 pub mod pairing;
 pub mod peer;
+pub mod peer_pairing;
 pub mod peer_server;
 pub mod probe;
 pub mod registry;
@@ -127,7 +128,7 @@ enum Role {
 /// The one interface adapters use to reach Studio.
 /// `error` marked as one of a call that never reached Studio (`details.delivered:
 /// false`): nothing ran, so it is safe to retry, and a write's error does not say it may
-/// have completed (`commands::may_have_written`). Carried to peers with the error.
+/// have completed (`commands::call::may_have_written`). Carried to peers with the error.
 pub fn undelivered(error: ToolError) -> ToolError {
     error.with_details(serde_json::json!({ "delivered": false }))
 }
@@ -391,7 +392,9 @@ impl Running {
 
 enum Became {
     Host(Host),
-    Peer(Arc<PeerLink>),
+    /// A peer of a host, and whether that host admits unpaired plugins (its `/v1/health`
+    /// says `pairing: "off"`): a takeover keeps the bridge as paired as it was.
+    Peer(Arc<PeerLink>, bool),
 }
 
 /// Joins the bridge on `options.port`: as host, or as a peer of the host there.
@@ -404,8 +407,8 @@ pub async fn start(options: BridgeOptions) -> Result<Running, StartError> {
         stop: CancellationToken::new(),
     });
     let link = adopt(&control, first);
-    if let Some(link) = link {
-        tokio::spawn(supervise(Arc::clone(&control), options, link));
+    if let Some((link, host_allowed_unpaired)) = link {
+        tokio::spawn(supervise(Arc::clone(&control), options, link, host_allowed_unpaired));
     }
     Ok(Running {
         bridge: Bridge { role: role_rx },
@@ -413,8 +416,9 @@ pub async fn start(options: BridgeOptions) -> Result<Running, StartError> {
     })
 }
 
-/// Records what this process became; returns the peer link to watch, if a peer.
-fn adopt(control: &Control, became: Became) -> Option<Arc<PeerLink>> {
+/// Records what this process became; returns the peer link to watch, if a peer, and
+/// whether its host admits unpaired plugins.
+fn adopt(control: &Control, became: Became) -> Option<(Arc<PeerLink>, bool)> {
     match became {
         Became::Host(host) => {
             let registry = Arc::clone(&host.registry);
@@ -422,15 +426,20 @@ fn adopt(control: &Control, became: Became) -> Option<Arc<PeerLink>> {
             control.role.send_replace(Role::Host(registry));
             None
         }
-        Became::Peer(link) => {
+        Became::Peer(link, host_allowed_unpaired) => {
             control.role.send_replace(Role::Peer(Arc::clone(&link)));
-            Some(link)
+            Some((link, host_allowed_unpaired))
         }
     }
 }
 
 /// Watches the link to the host; when it goes, fails over.
-async fn supervise(control: Arc<Control>, options: BridgeOptions, mut link: Arc<PeerLink>) {
+async fn supervise(
+    control: Arc<Control>,
+    mut options: BridgeOptions,
+    mut link: Arc<PeerLink>,
+    mut host_allowed_unpaired: bool,
+) {
     loop {
         let lost = link.lost();
         tokio::select! {
@@ -445,6 +454,9 @@ async fn supervise(control: Arc<Control>, options: BridgeOptions, mut link: Arc<
         if !link.closed_cleanly() {
             tokio::time::sleep(jitter()).await;
         }
+        // Taking over, this process admits unpaired plugins only if it was told to and the
+        // host it replaces did too.
+        options.pairing = options.pairing.as_paired_as(host_allowed_unpaired);
         let next = loop {
             if control.stop.is_cancelled() {
                 return;
@@ -461,9 +473,10 @@ async fn supervise(control: Arc<Control>, options: BridgeOptions, mut link: Arc<
             }
         };
         match adopt(&control, next) {
-            Some(new_link) => {
+            Some((new_link, allowed)) => {
                 tracing::info!("joined the new bridge host as a peer");
                 link = new_link;
+                host_allowed_unpaired = allowed;
             }
             None => {
                 tracing::info!(port = options.port, "became the bridge host");
@@ -497,7 +510,8 @@ async fn become_something(options: &BridgeOptions) -> Result<Became, StartError>
                 options.max_message_bytes,
             )
             .await?;
-            Ok(Became::Peer(link))
+            // A remote host's pairing is its own; this process never hosts.
+            Ok(Became::Peer(link, false))
         }
         Mode::HostOnly => match Host::start(config).await {
             Ok(host) => Ok(Became::Host(host)),
@@ -514,11 +528,13 @@ async fn become_something(options: &BridgeOptions) -> Result<Became, StartError>
                 match Host::start(config.clone()).await {
                     Ok(host) => return Ok(Became::Host(host)),
                     Err(BindError::InUse { port }) => match probe::probe(port).await {
-                        Owner::Bridge { .. } => match join(port, options.max_message_bytes, deadline).await {
-                            Ok(link) => return Ok(Became::Peer(link)),
-                            Err(error) if tokio::time::Instant::now() >= deadline => return Err(error.into()),
-                            Err(error) => tracing::debug!(%error, "could not join the host yet"),
-                        },
+                        Owner::Bridge { pairing_off, .. } => {
+                            match join(port, options.max_message_bytes, deadline).await {
+                                Ok(link) => return Ok(Became::Peer(link, pairing_off)),
+                                Err(error) if tokio::time::Instant::now() >= deadline => return Err(error.into()),
+                                Err(error) => tracing::debug!(%error, "could not join the host yet"),
+                            }
+                        }
                         Owner::Nobody if tokio::time::Instant::now() < deadline => {}
                         owner => return Err(foreign(port, owner)),
                     },
@@ -530,8 +546,10 @@ async fn become_something(options: &BridgeOptions) -> Result<Became, StartError>
     }
 }
 
-/// Connects to the local host as a peer, re-reading the token file after a 401 (a new
-/// host may just have replaced it).
+/// Connects to the local host as a peer, re-reading the token file after a refused or
+/// unproven handshake (a new host may just have replaced it), until `deadline`. With no
+/// token file there is nothing to prove: a holder of the port that wrote none is no host
+/// of this user's (an empty key would be a proof anyone can make).
 async fn join(
     port: u16,
     max_message_bytes: usize,
@@ -539,9 +557,20 @@ async fn join(
 ) -> Result<Arc<PeerLink>, ConnectError> {
     let path = token::token_path(port);
     loop {
-        let token = secret_file::read(&path).unwrap_or_default();
-        match PeerLink::connect(&format!("127.0.0.1:{port}"), port, &token, max_message_bytes).await {
-            Err(ConnectError::Unauthorized) if tokio::time::Instant::now() < deadline => {
+        let joined = match secret_file::read(&path) {
+            Some(token) => PeerLink::connect(&format!("127.0.0.1:{port}"), port, &token, max_message_bytes).await,
+            None => Err(ConnectError::Unproven {
+                port,
+                why: format!(
+                    "there is no peer token at {}, which a studio-bridge host writes first",
+                    path.display()
+                ),
+            }),
+        };
+        match joined {
+            Err(ConnectError::Unauthorized | ConnectError::Unproven { .. })
+                if tokio::time::Instant::now() < deadline =>
+            {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
             other => return other,

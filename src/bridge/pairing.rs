@@ -53,18 +53,7 @@ pub fn ensure_secret(path: &Path) -> std::io::Result<String> {
     if let Some(secret) = read_secret(path) {
         return Ok(secret);
     }
-    let fresh = secret_file::generate()?;
-    let staged = path.with_file_name(format!(".{SECRET_FILE}.{}.new", std::process::id()));
-    secret_file::write(&staged, &fresh)?;
-    let linked = std::fs::hard_link(&staged, path);
-    let _ = std::fs::remove_file(&staged);
-    match linked {
-        Ok(()) => Ok(fresh),
-        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
-            read_secret(path).ok_or_else(|| std::io::Error::other(format!("{} is empty", path.display())))
-        }
-        Err(error) => Err(error),
-    }
+    secret_file::write_unless_present(path, &secret_file::generate()?)
 }
 
 /// Replaces the secret in `path` with a new one: every plugin installed before is refused.
@@ -80,6 +69,39 @@ type HmacSha256 = Hmac<Sha256>;
 
 const HOST_LABEL: &[u8] = b"studio-bridge host";
 const PLUGIN_LABEL: &[u8] = b"studio-bridge plugin";
+/// The same handshake between studio-bridge processes on `/v1/client`, keyed with the
+/// peer token (`peer_pairing.rs`): labels of their own, so that no proof made on one
+/// endpoint is good on the other.
+const PEER_HOST_LABEL: &[u8] = b"studio-bridge peer host";
+const PEER_LABEL: &[u8] = b"studio-bridge peer";
+
+/// The host's proof to a peer, keyed with the peer token.
+pub fn peer_host_proof(token: &str, nonce: &[u8], host_nonce: &[u8]) -> Vec<u8> {
+    mac(token, PEER_HOST_LABEL, nonce, host_nonce)
+        .finalize()
+        .into_bytes()
+        .to_vec()
+}
+
+/// Whether `proof` is the host's proof to a peer (constant time).
+pub fn peer_host_proof_matches(token: &str, nonce: &[u8], host_nonce: &[u8], proof: &[u8]) -> bool {
+    mac(token, PEER_HOST_LABEL, nonce, host_nonce)
+        .verify_slice(proof)
+        .is_ok()
+}
+
+/// A peer's proof to the host, keyed with the peer token.
+pub fn peer_proof(token: &str, host_nonce: &[u8], nonce: &[u8]) -> Vec<u8> {
+    mac(token, PEER_LABEL, host_nonce, nonce)
+        .finalize()
+        .into_bytes()
+        .to_vec()
+}
+
+/// Whether `proof` is a peer's proof to the host (constant time).
+pub fn peer_proof_matches(token: &str, host_nonce: &[u8], nonce: &[u8], proof: &[u8]) -> bool {
+    mac(token, PEER_LABEL, host_nonce, nonce).verify_slice(proof).is_ok()
+}
 
 fn mac(secret: &str, label: &[u8], first: &[u8], second: &[u8]) -> HmacSha256 {
     // HMAC takes a key of any length, so `new_from_slice` cannot fail here.
@@ -170,6 +192,16 @@ impl Pairing {
         Pairing {
             secret: Some(path),
             allow_unpaired: false,
+        }
+    }
+
+    /// This pairing for a process that takes over from a host that required pairing:
+    /// `--allow-unpaired` was given to this process, not to that host's plugins, so the
+    /// bridge they knew stays paired.
+    pub fn as_paired_as(&self, previous_host_allowed_unpaired: bool) -> Pairing {
+        Pairing {
+            allow_unpaired: self.allow_unpaired && previous_host_allowed_unpaired,
+            ..self.clone()
         }
     }
 

@@ -13,15 +13,16 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use tokio::sync::{mpsc, oneshot};
+use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
-use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_util::sync::CancellationToken;
 
 use super::calls::{InFlight, lock};
 use super::events::{EventSink, EventStream};
 use super::liveness::{self, Silence};
+use super::peer_pairing::{self, Step, Unproven};
 use super::peer_server::CLOSE_HOST_SHUTDOWN;
 use super::writer::{Outbound, WriterEnd, write_frames};
 use super::{Call, CallHooks, Progress, Reply, SessionEvent, SessionInfo, Target};
@@ -43,8 +44,12 @@ pub struct PeerLink {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
-    #[error("the bridge host refused the peer token (401)")]
+    #[error("the bridge host refused this peer's proof of the peer token")]
     Unauthorized,
+    #[error(
+        "the process holding port {port} did not prove itself to be this user's studio-bridge ({why}), so nothing was sent to it. Run `studio-bridge doctor` to see what holds the port."
+    )]
+    Unproven { port: u16, why: String },
     #[error("cannot connect to the bridge host at {addr}: {reason}")]
     Failed { addr: String, reason: String },
 }
@@ -57,7 +62,9 @@ pub fn host_lost() -> ToolError {
 }
 
 impl PeerLink {
-    /// Connects to the host at `addr` (`host:port`) with `token`.
+    /// Connects to the host at `addr` (`host:port`): the host proves it holds `token`
+    /// before anything else is sent, then this peer proves it (`peer_pairing.rs`); the
+    /// token itself never crosses the wire.
     pub async fn connect(
         addr: &str,
         port: u16,
@@ -72,10 +79,6 @@ impl PeerLink {
             .into_client_request()
             .map_err(|e| failed(e.to_string()))?;
         let headers = request.headers_mut();
-        headers.insert(
-            "authorization",
-            HeaderValue::from_str(&format!("Bearer {token}")).map_err(|e| failed(e.to_string()))?,
-        );
         // The host accepts only a loopback Host header; a forwarded remote host (a
         // devcontainer's) is reached under the name the host knows itself by.
         headers.insert(
@@ -94,12 +97,10 @@ impl PeerLink {
         .map_err(|_| failed("no answer within 3 s".into()))?;
         let (socket, _) = match connected {
             Ok(ok) => ok,
-            Err(tungstenite::Error::Http(response)) if response.status() == 401 => {
-                return Err(ConnectError::Unauthorized);
-            }
             Err(error) => return Err(failed(error.to_string())),
         };
         let (mut sink, mut stream) = socket.split();
+        prove_the_host(&mut sink, &mut stream, port, token).await?;
         let (outbound, mut queue) = mpsc::unbounded_channel::<Outbound>();
         let link = Arc::new(PeerLink {
             outbound,
@@ -310,4 +311,65 @@ impl PeerLink {
 #[derive(serde::Deserialize)]
 struct SessionList {
     sessions: Vec<SessionInfo>,
+}
+
+/// The peer's side of the handshake (`peer_pairing.rs`): the host proves it holds `token`
+/// before this peer sends its own proof or anything else.
+async fn prove_the_host(
+    sink: &mut futures_util::stream::SplitSink<
+        tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+        Message,
+    >,
+    stream: &mut futures_util::stream::SplitStream<
+        tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+    >,
+    port: u16,
+    token: &str,
+) -> Result<(), ConnectError> {
+    use futures_util::SinkExt as _;
+    let unproven = |why: String| ConnectError::Unproven { port, why };
+    let send = |step: &Step| Message::Binary(step.encode().into());
+    let (hello, nonce) = peer_pairing::peer_hello().map_err(|e| unproven(format!("no OS randomness: {e}")))?;
+    sink.send(send(&hello))
+        .await
+        .map_err(|e| unproven(format!("it closed the connection: {e}")))?;
+    let challenge = next_step(stream).await.map_err(unproven)?;
+    let auth = match peer_pairing::peer_answer(token, &nonce, challenge) {
+        Ok(auth) => auth,
+        Err(Unproven::WrongProof) => {
+            let _ = sink.close().await;
+            return Err(unproven("its proof does not match the peer token".into()));
+        }
+        Err(Unproven::Refused(why)) => return Err(unproven(format!("it refused the handshake: {why}"))),
+        Err(Unproven::NoChallenge(what)) => return Err(unproven(format!("it sent no challenge but {what}"))),
+    };
+    sink.send(send(&auth))
+        .await
+        .map_err(|e| unproven(format!("it closed the connection: {e}")))?;
+    match next_step(stream).await.map_err(unproven)? {
+        Step::Welcome => Ok(()),
+        // A proven host that refuses us: our token is older than its own.
+        Step::Reject { .. } => Err(ConnectError::Unauthorized),
+        other => Err(unproven(format!("it answered {other:?} instead of welcome"))),
+    }
+}
+
+/// The host's next handshake message, within [`peer_pairing::STEP_TIMEOUT`].
+async fn next_step(
+    stream: &mut futures_util::stream::SplitStream<
+        tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+    >,
+) -> Result<Step, String> {
+    loop {
+        let message = tokio::time::timeout(peer_pairing::STEP_TIMEOUT, stream.next())
+            .await
+            .map_err(|_| "no handshake message within 5 s".to_owned())?;
+        match message {
+            Some(Ok(Message::Binary(bytes))) => return Step::decode(&bytes),
+            Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
+            Some(Ok(Message::Close(_))) | None => return Err("it closed the connection during the handshake".into()),
+            Some(Ok(_)) => return Err("a text frame during the handshake".into()),
+            Some(Err(error)) => return Err(format!("the connection failed: {error}")),
+        }
+    }
 }

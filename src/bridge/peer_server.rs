@@ -21,8 +21,10 @@ use rmpv::Value as Msgpack;
 use tokio::sync::{Notify, broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use super::budget::ReadBudget;
 use super::events::{self, EventSink};
 use super::liveness::{self, Silence};
+use super::peer_pairing::{self, Step};
 use super::registry::{self, Registry};
 use super::turns::Turns;
 use super::writer::{Outbound, write_until_done};
@@ -108,8 +110,20 @@ impl Outbox {
     }
 }
 
-pub async fn serve_peer(socket: WebSocket, registry: Arc<Registry>, shutdown: CancellationToken) {
-    let (sink, mut stream) = socket.split();
+pub async fn serve_peer(
+    socket: WebSocket,
+    registry: Arc<Registry>,
+    shutdown: CancellationToken,
+    token: Arc<str>,
+    budget: ReadBudget,
+) {
+    let (mut sink, mut stream) = socket.split();
+    if let Err(reason) = pair(&mut sink, &mut stream, &token).await {
+        tracing::warn!(%reason, "refused a peer that did not prove it holds the peer token");
+        return;
+    }
+    // A peer that proved itself is another studio-bridge of this user: no cap.
+    budget.lift();
     let (sender, queue) = mpsc::unbounded_channel::<Outbound>();
     let queued = Arc::new(AtomicUsize::new(0));
     let outbound = Outbox {
@@ -432,4 +446,75 @@ fn matches_target(registry: &Registry, target: &Target, session_id: &str) -> boo
             && target.instance_id.as_ref().is_none_or(|i| &s.instance_id == i)
             && target.context.is_none_or(|c| s.context == c)
     })
+}
+
+/// The host's side of the peer handshake (`peer_pairing.rs`): proves this host to the
+/// peer, then checks the peer's proof; `Err` once the peer was refused (and the socket
+/// closed with [`peer_pairing::CLOSE_UNPROVEN`]). Nothing else is read before.
+async fn pair(
+    sink: &mut futures_util::stream::SplitSink<WebSocket, Message>,
+    stream: &mut futures_util::stream::SplitStream<WebSocket>,
+    token: &str,
+) -> Result<(), String> {
+    use futures_util::SinkExt as _;
+    let send = |step: &Step| Message::Binary(step.encode().into());
+    // Anything but a hello first (a call included) is refused as one.
+    let hello = match next_step(stream).await {
+        Err(reason) if reason.starts_with(NOT_A_STEP) => Step::Reject {
+            code: String::new(),
+            message: reason,
+        },
+        other => other?,
+    };
+    let (challenge, nonce, host_nonce) = match peer_pairing::host_challenge(token, hello) {
+        Ok(found) => found,
+        Err(refusal) => {
+            refuse(sink, &refusal).await;
+            return Err(format!("{refusal:?}"));
+        }
+    };
+    sink.send(send(&challenge))
+        .await
+        .map_err(|e| format!("the peer went away: {e}"))?;
+    let auth = next_step(stream).await?;
+    if !peer_pairing::host_admits(token, &nonce, &host_nonce, &auth) {
+        let refusal = peer_pairing::reject(
+            "unauthorized",
+            "the peer's proof does not match this host's peer token: re-read the token file and retry",
+        );
+        refuse(sink, &refusal).await;
+        return Err("a wrong proof".into());
+    }
+    sink.send(send(&Step::Welcome))
+        .await
+        .map_err(|e| format!("the peer went away: {e}"))
+}
+
+/// Sends `refusal`, then closes with [`peer_pairing::CLOSE_UNPROVEN`].
+async fn refuse(sink: &mut futures_util::stream::SplitSink<WebSocket, Message>, refusal: &Step) {
+    use futures_util::SinkExt as _;
+    let _ = sink.send(Message::Binary(refusal.encode().into())).await;
+    let close = axum::extract::ws::CloseFrame {
+        code: peer_pairing::CLOSE_UNPROVEN,
+        reason: "unproven".into(),
+    };
+    let _ = sink.send(Message::Close(Some(close))).await;
+}
+
+/// How [`next_step`] says a frame came that is no handshake message.
+const NOT_A_STEP: &str = "not a handshake message: ";
+
+/// The peer's next handshake message, within [`peer_pairing::STEP_TIMEOUT`].
+async fn next_step(stream: &mut futures_util::stream::SplitStream<WebSocket>) -> Result<Step, String> {
+    loop {
+        let message = tokio::time::timeout(peer_pairing::STEP_TIMEOUT, stream.next())
+            .await
+            .map_err(|_| "no handshake message within 5 s".to_owned())?;
+        match message {
+            Some(Ok(Message::Binary(bytes))) => return Step::decode(&bytes).map_err(|e| format!("{NOT_A_STEP}{e}")),
+            Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
+            Some(Ok(Message::Text(_))) => return Err(format!("{NOT_A_STEP}a text frame")),
+            Some(Ok(_) | Err(_)) | None => return Err("the peer went away".into()),
+        }
+    }
 }

@@ -479,10 +479,18 @@ fn token_check(
             format!("{shown} is left from a host that did not exit cleanly; the next host replaces it"),
         ),
         FileState::Private(_) => match joined {
-            Some(Err(reason)) if reason.contains("401") => Check::problem(
+            Some(Err(reason)) if reason.contains(REFUSED_PROOF) => Check::problem(
                 "token",
                 format!("{shown} (private) is not the running host's token: the host refused it"),
                 restart_host(owner),
+            ),
+            Some(Err(reason)) if reason.contains(UNPROVEN_HOLDER) => Check::problem(
+                "token",
+                format!(
+                    "the process holding the port answers /v1/health as studio-bridge but did not prove it holds {shown}: it is not your studio-bridge, and nothing was sent to it ({reason})"
+                ),
+                "stop that process (the `port` check names its pid where it says one), or use another port with --port"
+                    .into(),
             ),
             _ => Check::ok("token", format!("{shown} (readable by you only)")),
         },
@@ -615,6 +623,11 @@ fn plugin_checks(file: &Path, current: Option<&str>, install: &str) -> Vec<Check
     checks
 }
 
+/// How [`list_sessions`] says the host refused this user's proof of the token.
+const REFUSED_PROOF: &str = "the host refused the token";
+/// How [`list_sessions`] says the port's holder did not prove itself.
+const UNPROVEN_HOLDER: &str = "the port's holder did not prove itself";
+
 /// Joins the running host as a peer with `token` and lists its sessions.
 async fn list_sessions(options: &HostOptions, token: String) -> Result<Vec<SessionInfo>, String> {
     let mode = Mode::Remote {
@@ -625,7 +638,10 @@ async fn list_sessions(options: &HostOptions, token: String) -> Result<Vec<Sessi
         let running = match bridge::start(options.bridge_options(mode)).await {
             Ok(running) => running,
             Err(StartError::Connect(ConnectError::Unauthorized)) => {
-                return Err("the host refused the token (401)".to_owned());
+                return Err(REFUSED_PROOF.to_owned());
+            }
+            Err(StartError::Connect(error @ ConnectError::Unproven { .. })) => {
+                return Err(format!("{UNPROVEN_HOLDER}: {error}"));
             }
             Err(error) => return Err(error.to_string()),
         };

@@ -40,6 +40,8 @@ pub struct Identity {
     pub forged_auth: Option<Vec<u8>>,
     /// A Play client's player name, sent as the hello's `player`.
     pub player: Option<String>,
+    /// How long it takes to answer the host's `challenge` (a busy Studio).
+    pub auth_delay: Option<Duration>,
 }
 
 impl Identity {
@@ -55,6 +57,7 @@ impl Identity {
             pairing: None,
             forged_auth: None,
             player: None,
+            auth_delay: None,
         }
     }
 
@@ -522,7 +525,19 @@ async fn serve(
                             .clone()
                             .unwrap_or_else(|| pairing::plugin_proof(secret, &host_nonce, nonce));
                         let auth = map(vec![("t", "auth".into()), ("proof", BASE64.encode(proof).into())]);
-                        let _ = control_tx.send(Control::Send(encode(&auth, framing)));
+                        let auth = Control::Send(encode(&auth, framing));
+                        match shared.identity.auth_delay {
+                            None => {
+                                let _ = control_tx.send(auth);
+                            }
+                            Some(delay) => {
+                                let control_tx = control_tx.clone();
+                                tokio::spawn(async move {
+                                    tokio::time::sleep(delay).await;
+                                    let _ = control_tx.send(auth);
+                                });
+                            }
+                        }
                     }
                     Some("reject") => {
                         let code = value["code"].as_str().unwrap_or_default().to_owned();

@@ -3,9 +3,10 @@
 
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use futures_util::stream::{SplitSink, SplitStream};
+use futures_util::{SinkExt, StreamExt};
 use rmpv::Value;
+use studio_bridge::bridge::peer_pairing::{self, Step};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -13,17 +14,60 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 pub type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
-/// Joins the host on `port` with its token; the link's two halves.
+/// Joins the host on `port` with its token (the handshake done); the link's two halves.
 pub async fn connect(port: u16) -> (SplitSink<Socket, Message>, SplitStream<Socket>) {
     let token = std::fs::read_to_string(studio_bridge::bridge::token::token_path(port)).expect("the host's token");
-    let mut request = format!("ws://127.0.0.1:{port}/v1/client")
+    let (mut sink, mut stream) = open(port).await;
+    let answer = handshake(&mut sink, &mut stream, token.trim()).await;
+    assert_eq!(answer, Step::Welcome, "the host welcomes a peer with its token");
+    (sink, stream)
+}
+
+/// A WebSocket on `/v1/client`, before any handshake.
+pub async fn open(port: u16) -> (SplitSink<Socket, Message>, SplitStream<Socket>) {
+    let request = format!("ws://127.0.0.1:{port}/v1/client")
         .into_client_request()
         .unwrap();
-    request
-        .headers_mut()
-        .insert("authorization", format!("Bearer {}", token.trim()).parse().unwrap());
-    let (socket, _) = tokio_tungstenite::connect_async(request).await.expect("the peer joins");
+    let (socket, _) = tokio_tungstenite::connect_async(request).await.expect("the upgrade");
     socket.split()
+}
+
+/// The peer handshake with `token` as the key, the host's proof checked: the host's last
+/// word (`welcome`, or its `reject`).
+pub async fn handshake(sink: &mut SplitSink<Socket, Message>, stream: &mut SplitStream<Socket>, token: &str) -> Step {
+    let (hello, nonce) = peer_pairing::peer_hello().unwrap();
+    sink.send(Message::Binary(hello.encode().into())).await.unwrap();
+    let challenge = next_step(stream).await;
+    let auth = match peer_pairing::peer_answer(token, &nonce, challenge.clone()) {
+        Ok(auth) => auth,
+        // A host that holds another token: its proof fails, and ours is made anyway
+        // (the host must refuse it).
+        Err(peer_pairing::Unproven::WrongProof) => {
+            let Step::Challenge { host_nonce, .. } = challenge else {
+                unreachable!()
+            };
+            Step::Auth {
+                proof: studio_bridge::bridge::pairing::peer_proof(token, &host_nonce, &nonce),
+            }
+        }
+        Err(other) => panic!("the host sent no challenge: {other:?}"),
+    };
+    sink.send(Message::Binary(auth.encode().into())).await.unwrap();
+    next_step(stream).await
+}
+
+/// The host's next handshake message.
+pub async fn next_step(stream: &mut SplitStream<Socket>) -> Step {
+    loop {
+        let message = tokio::time::timeout(Duration::from_secs(10), stream.next())
+            .await
+            .expect("the host answers the handshake")
+            .expect("the link stays open")
+            .expect("a frame");
+        if let Message::Binary(bytes) = message {
+            return Step::decode(&bytes).expect("a handshake message");
+        }
+    }
 }
 
 /// One peer-protocol message as a binary frame.

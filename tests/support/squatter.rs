@@ -1,8 +1,8 @@
 //! A port squatter: a local process that holds the bridge's port first and poses as
 //! studio-bridge (its `/v1/health` says so) without holding the user's pairing secret
-//! (PROTOCOL.md, "Pairing is mutual"). It records every frame a plugin sends it and tries
-//! to get work done: a challenge with a made-up proof, or none at all, then a `request`
-//! and a `welcome`.
+//! (PROTOCOL.md, "Pairing is mutual") or peer token. It records every frame a plugin or a
+//! peer sends it, and every `Authorization` header, and tries to get work done: a
+//! challenge with a made-up proof, or none at all, then a `request` and a `welcome`.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -30,6 +30,8 @@ pub enum Ploy {
 pub struct Seen {
     pub frames: Vec<Vec<u8>>,
     pub connections: usize,
+    /// Every `Authorization` header an upgrade request carried.
+    pub authorizations: Vec<String>,
 }
 
 impl Seen {
@@ -85,7 +87,18 @@ async fn serve(mut stream: TcpStream, ploy: Ploy, seen: Arc<Mutex<Seen>>) {
         let _ = stream.write_all(response.as_bytes()).await;
         return;
     }
-    let Ok(mut socket) = tokio_tungstenite::accept_async(stream).await else {
+    let headers_seen = Arc::clone(&seen);
+    // The signature is tungstenite's `Callback`, whose error is a whole HTTP response.
+    #[allow(clippy::result_large_err)]
+    let record = move |request: &tokio_tungstenite::tungstenite::handshake::server::Request,
+                       response: tokio_tungstenite::tungstenite::handshake::server::Response| {
+        if let Some(value) = request.headers().get("authorization") {
+            let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+            headers_seen.lock().unwrap().authorizations.push(value);
+        }
+        Ok(response)
+    };
+    let Ok(mut socket) = tokio_tungstenite::accept_hdr_async(stream, record).await else {
         return;
     };
     seen.lock().unwrap().connections += 1;
