@@ -76,6 +76,7 @@ fn main() -> ExitCode {
                         sub.get_one::<String>("remote").map(String::as_str),
                         sub.get_one::<std::path::PathBuf>("token-file").map(|p| p.as_path()),
                         sub.get_one::<std::net::SocketAddr>("http").copied(),
+                        sub.get_flag("rotate-token"),
                     )
                     .await,
                 )
@@ -124,21 +125,14 @@ async fn run_mcp(
     remote: Option<&str>,
     token_file: Option<&std::path::Path>,
     http: Option<std::net::SocketAddr>,
+    rotate_token: bool,
 ) -> anyhow::Result<()> {
-    let (mode, token) = match remote {
-        Some(addr) => {
-            let token = remote_token(token_file, options.port)?;
-            let source = mcp::http::TokenSource::Fixed(token.clone());
-            let mode = Mode::Remote {
-                addr: addr.to_owned(),
-                token,
-            };
-            (mode, source)
-        }
-        None => (
-            Mode::Auto,
-            mcp::http::TokenSource::File(studio_bridge::bridge::token::token_path(options.port)),
-        ),
+    let mode = match remote {
+        Some(addr) => Mode::Remote {
+            addr: addr.to_owned(),
+            token: remote_token(token_file, options.port)?,
+        },
+        None => Mode::Auto,
     };
     let running = bridge::start(options.bridge_options(mode)).await?;
     if running.is_host() {
@@ -158,7 +152,7 @@ async fn run_mcp(
                 policy,
                 options.sourcemap(),
                 addr,
-                token,
+                mcp::http::http_token(mcp::http::http_token_path(options.port), rotate_token)?,
                 stop.clone(),
             );
             tokio::pin!(serving);

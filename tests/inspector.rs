@@ -374,8 +374,12 @@ async fn the_mcp_inspector_drives_every_tool_and_a_result_page_over_http() {
         .kill_on_drop(true)
         .spawn()
         .expect("spawn studio-bridge mcp --http");
-    let token_file = studio_bridge::bridge::token::token_path(port);
-    support::wait_for("the token file", Duration::from_secs(30), || token_file.exists()).await;
+    // HTTP's own token (kept across restarts), once the server listens.
+    let token_file = studio_bridge::mcp::http::http_token_path(port);
+    support::wait_for("the HTTP token file", Duration::from_secs(30), || {
+        token_file.exists() && std::net::TcpStream::connect(("127.0.0.1", http)).is_ok()
+    })
+    .await;
     let token = std::fs::read_to_string(&token_file).unwrap().trim().to_owned();
     let url = format!("http://127.0.0.1:{http}/mcp");
     let studio = studio_like();

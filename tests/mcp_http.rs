@@ -20,10 +20,30 @@ const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","param
 
 /// `mcp --http 127.0.0.1:<http>` on bridge port `port`, once it said where it serves;
 /// returns the child and the bearer token, read from the file the startup line names.
+/// Its per-user files (the HTTP and peer tokens) are the user's, where the other
+/// processes of a test find them.
 async fn start(port: u16, http: u16) -> (Child, String) {
-    let mut child = Command::new(binary())
+    start_in(port, http, None, &[]).await
+}
+
+/// A runtime directory (`XDG_RUNTIME_DIR`) of a test's own, named by its bridge port.
+fn runtime_dir(port: u16) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("sb-http-run-{}-{port}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a runtime directory");
+    dir
+}
+
+/// [`start`] with the per-user files under the runtime directory `run` (`XDG_RUNTIME_DIR`),
+/// when given, and `extra` arguments.
+async fn start_in(port: u16, http: u16, run: Option<&std::path::Path>, extra: &[&str]) -> (Child, String) {
+    let mut command = Command::new(binary());
+    if let Some(run) = run {
+        command.env("XDG_RUNTIME_DIR", run);
+    }
+    let mut child = command
         .args(unpaired_mcp_args(port))
         .args(["--http", &format!("127.0.0.1:{http}")])
+        .args(extra)
         .env("STUDIO_BRIDGE_LOG", "warn")
         .env("STUDIO_BRIDGE_CONFIG_DIR", empty_config_dir())
         .stdin(Stdio::null())
@@ -45,7 +65,10 @@ async fn start(port: u16, http: u16) -> (Child, String) {
     .expect("the startup line");
     let expected = format!("MCP over HTTP at http://127.0.0.1:{http}/mcp (bearer token in ");
     assert!(line.starts_with(&expected), "{line}");
-    let file = line[expected.len()..].trim_end_matches(')').to_owned();
+    let file = line[expected.len()..]
+        .strip_suffix(", kept across restarts)")
+        .unwrap_or_else(|| panic!("the startup line says the token is kept: {line}"))
+        .to_owned();
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     let token = std::fs::read_to_string(&file)
         .expect("the named token file")
@@ -128,6 +151,104 @@ async fn http_refuses_without_the_token_and_from_a_foreign_origin_and_serves_wit
         "{text}"
     );
     assert!(text.to_lowercase().contains("mcp-session-id"), "{text}");
+}
+
+/// HTTP has a bearer token of its own, kept across restarts: a client configured with it
+/// is still let in by the next host (before, `--http` checked the peer token, which every
+/// new host writes anew, and a restart meant 401); `--rotate-token` makes a new one. The
+/// peer token is refused on HTTP, and HTTP's token proves nothing on the peers' `/v1/client`.
+#[tokio::test]
+async fn the_http_token_survives_a_restart_and_is_for_http_only() {
+    let (port, http) = (free_port(), free_port());
+    let run = runtime_dir(port);
+    let (child, token) = start_in(port, http, Some(&run), &[]).await;
+    let peer_token = std::fs::read_to_string(run.join("studio-bridge").join(format!("{port}.token")))
+        .expect("the host's peer token")
+        .trim()
+        .to_owned();
+    assert_ne!(token, peer_token, "HTTP's token is not the peer token");
+    let (code, text) = post(http, &[("authorization", &format!("Bearer {peer_token}"))], INITIALIZE);
+    assert_eq!(code, 401, "the peer token is not for HTTP: {text}");
+    // On the peers' socket, HTTP's token proves nothing (a peer proves the peer token).
+    let (mut sink, mut stream) = support::raw_peer::open(port).await;
+    let answer = support::raw_peer::handshake(&mut sink, &mut stream, &token).await;
+    assert!(
+        matches!(&answer, studio_bridge::bridge::peer_pairing::Step::Reject { code, .. } if code == "unauthorized"),
+        "HTTP's token does not open /v1/client: {answer:?}"
+    );
+    let (mut sink, mut stream) = support::raw_peer::open(port).await;
+    let answer = support::raw_peer::handshake(&mut sink, &mut stream, &peer_token).await;
+    assert_eq!(
+        answer,
+        studio_bridge::bridge::peer_pairing::Step::Welcome,
+        "the peer token does"
+    );
+    drop(child);
+
+    let (port, http) = (free_port(), free_port());
+    let (child, again) = start_in(port, http, Some(&run), &[]).await;
+    assert_eq!(again, token, "a new host keeps HTTP's token");
+    let (code, text) = post(http, &[("authorization", &format!("Bearer {token}"))], INITIALIZE);
+    assert_eq!(code, 200, "a client configured before the restart is let in: {text}");
+    drop(child);
+
+    let (port, http) = (free_port(), free_port());
+    let (_child, rotated) = start_in(port, http, Some(&run), &["--rotate-token"]).await;
+    assert_ne!(rotated, token, "--rotate-token makes a new one");
+    let (code, _) = post(http, &[("authorization", &format!("Bearer {token}"))], INITIALIZE);
+    assert_eq!(code, 401, "the old token is refused after a rotation");
+    let (code, text) = post(http, &[("authorization", &format!("Bearer {rotated}"))], INITIALIZE);
+    assert_eq!(code, 200, "{text}");
+}
+
+/// HTTP takes what stdio takes: a 5 MiB body (over rmcp's own 4 MiB default) is served;
+/// past the 16 MiB stdio line limit, the answer is a JSON-RPC error naming the limit; a
+/// request in an unknown or expired session is a JSON-RPC error that says to initialize
+/// again (404, which tells a client to do so).
+#[tokio::test]
+async fn http_takes_bodies_up_to_the_stdio_limit_and_says_so_in_json_rpc_past_it() {
+    let (port, http) = (free_port(), free_port());
+    let (_child, token) = start(port, http).await;
+    let bearer = format!("Bearer {token}");
+    let padded = |bytes: usize| {
+        INITIALIZE.replace(
+            r#""name":"raw""#,
+            &format!(r#""name":"raw","padding":"{}""#, "x".repeat(bytes)),
+        )
+    };
+    let (code, text) = post(http, &[("authorization", &bearer)], &padded(5 << 20));
+    assert_eq!(code, 200, "{}", &text[..300.min(text.len())]);
+    assert!(text.contains("\"serverInfo\""), "{}", &text[..300.min(text.len())]);
+
+    // Past the limit: the declared length is refused before any of the body is read.
+    let mut stream = TcpStream::connect(("127.0.0.1", http)).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:{http}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nauthorization: {bearer}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        17 << 20
+    )
+    .unwrap();
+    let mut text = String::new();
+    let _ = stream.read_to_string(&mut text);
+    assert!(text.starts_with("HTTP/1.1 413"), "{text}");
+    let body = &text[text.find("\r\n\r\n").expect("a body") + 4..];
+    let error: serde_json::Value = serde_json::from_str(body).expect("a JSON-RPC error");
+    assert_eq!(error["jsonrpc"], "2.0", "{error}");
+    let message = error["error"]["message"].as_str().expect("a message");
+    assert!(message.contains("16 MiB"), "{message}");
+
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    let (code, text) = post(
+        http,
+        &[("authorization", &bearer), ("mcp-session-id", "no-such-session")],
+        list,
+    );
+    assert_eq!(code, 404, "{text}");
+    let body = &text[text.find("\r\n\r\n").expect("a body") + 4..];
+    let error: serde_json::Value = serde_json::from_str(body).expect("a JSON-RPC error");
+    let message = error["error"]["message"].as_str().expect("a message");
+    assert!(message.contains("Initialize again"), "{message}");
 }
 
 #[tokio::test]

@@ -14,11 +14,11 @@ use clap::{Arg, ArgAction, ArgMatches};
 use crate::bridge::pairing::Pairing;
 use crate::bridge::{self, BridgeOptions, CallHooks, Mode, Target};
 use crate::commands::{self, InvocationParts, Limits};
-use crate::human::args::{arguments, default_image_path, subcommand_for};
 use crate::human::render;
 use crate::policy::{Capability, Policy, PolicyFlags};
 use crate::protocol::{Context, DEFAULT_PORT};
 use crate::sourcemap::Watched;
+use crate::subcommands::{arguments, default_image_path, subcommand_for};
 
 /// Options shared by everything that may host the bridge.
 #[derive(Debug, Clone)]
@@ -172,7 +172,14 @@ pub fn command() -> clap::Command {
                         .long("http")
                         .value_name("127.0.0.1:PORT")
                         .value_parser(clap::value_parser!(std::net::SocketAddr))
-                        .help("Serve MCP over Streamable HTTP at http://127.0.0.1:PORT/mcp instead of stdio (loopback only; bearer token required)"),
+                        .help("Serve MCP over Streamable HTTP at http://127.0.0.1:PORT/mcp instead of stdio (loopback only; bearer token required: mcp-http.token, kept across restarts)"),
+                )
+                .arg(
+                    Arg::new("rotate-token")
+                        .long("rotate-token")
+                        .action(ArgAction::SetTrue)
+                        .requires("http")
+                        .help("With --http: replace the HTTP bearer token with a new one (clients configured with the old one get 401)"),
                 )
                 .arg(
                     Arg::new("token-file")
