@@ -131,7 +131,16 @@ async fn a_plugin_flooding_events_is_bounded_and_every_dropped_event_is_counted(
         FLOOD,
         "every line delivered or counted once"
     );
-    assert!(dropped > 0 && gaps > 0, "a flood past the budget drops, and says so");
+    // Past the budget it must drop, and say so. Whether the flood went past the budget
+    // depends on how fast it arrived, which a loaded machine decides: only one that came
+    // slower than the budget (a burst, then its rate) may go through whole.
+    use studio_bridge::bridge::events::{EVENT_BURST, EVENTS_PER_SECOND};
+    let within_budget = (FLOOD - u64::from(EVENT_BURST)) as f64 / f64::from(EVENTS_PER_SECOND);
+    if flooded_in.as_secs_f64() < within_budget {
+        assert!(dropped > 0 && gaps > 0, "a flood past the budget drops, and says so");
+    } else {
+        assert_eq!(dropped > 0, gaps > 0, "every drop is said in a gap");
+    }
     assert!(peak < PEAK_RSS_LIMIT_MIB, "host peak RSS {peak:.1} MiB");
     drop(stalled);
     drop(stalled_sink);

@@ -85,9 +85,6 @@ impl<C: Command> DynCommand for Erased<C> {
             let mut output = C::run(typed, &cx)
                 .await
                 .map_err(|error| may_have_written(C::SPEC.name, kind, cx.operation_id.as_deref(), error))?;
-            // A plugin's result read to add the files it names is kept as its frame came,
-            // should the bound cut it (`Whole::Annotated`).
-            let annotated = annotate::<C>(&mut output, &cx).await?;
             let ran = cx.ran.lock().unwrap_or_else(|p| p.into_inner()).take();
             // Where it ran, and, for a plugin that cut its own result (query's budget),
             // the same hint.
@@ -107,11 +104,18 @@ impl<C: Command> DynCommand for Erased<C> {
             // JSON-RPC line (a quote becomes \"), which typically adds a fifth: 2/5 each.
             let limit = limits.max_result_bytes / 5 * 2;
             let hint = C::SPEC.truncation_hint;
+            // A plugin's result read to add the files it names is kept as its frame came,
+            // should the bound cut it (`Whole::Annotated`).
+            let annotated = annotate::<C>(&mut output, &cx, &top, limit).await?;
             output.body = match output.body {
                 Body::Json(mut json) => {
                     top.apply(&mut json);
                     let (kept, whole) = bound::bound_keeping_whole(json, limit, hint);
-                    output.whole = whole.map(|json| annotated.unwrap_or(Whole::Json(json)));
+                    output.whole = match (annotated, whole) {
+                        (Some(Annotated { whole, cut }), again) if cut || again.is_some() => Some(whole.detached()),
+                        (Some(_), _) => None,
+                        (None, whole) => whole.map(Whole::Json),
+                    };
                     Body::Json(kept)
                 }
                 // Written with its quoted form for the text block, in one pass; a large
@@ -121,7 +125,9 @@ impl<C: Command> DynCommand for Erased<C> {
                     let off_thread = raw.len() > OFF_THREAD_BYTES;
                     let convert = move || {
                         let (text, quoted) = bound::bound_raw_quoted(&raw, &top, limit, hint);
-                        let whole = bound::was_cut(&text).then_some(raw);
+                        // Kept in an allocation of its own (off the async thread when
+                        // large): it is held while the store counts its bytes.
+                        let whole = bound::was_cut(&text).then(|| raw.detached());
                         (text, quoted, whole)
                     };
                     let (text, quoted, whole) = if off_thread {
@@ -172,11 +178,25 @@ pub(super) const fn erased<C: Command>() -> &'static dyn DynCommand {
     &Erased::<C>(PhantomData)
 }
 
+/// A plugin's result that [`annotate`] read: the whole to keep should it be cut, and
+/// whether it was cut already.
+struct Annotated {
+    whole: Whole,
+    cut: bool,
+}
+
 /// Adds the sourcemap's files and Studio's locations where `C` says its result names
 /// scripts ([`Command::FILES`]); a plugin's result is decoded only then (off the async
-/// thread when large), and is otherwise handed on as it came. A plugin's result read
-/// here is returned as the [`Whole`] to keep should the bound cut it.
-async fn annotate<C: Command>(output: &mut Output, cx: &Invocation) -> Result<Option<Whole>, ToolError> {
+/// thread when large), and is otherwise handed on as it came. A result over the bound
+/// (`limit`) is cut first, as it came, with room left for what the files add, and only
+/// what is kept becomes a tree: a 3 MB `logs` never is one. The JSON bound after this cuts
+/// again if the files took more than that room.
+async fn annotate<C: Command>(
+    output: &mut Output,
+    cx: &Invocation,
+    top: &bound::Top<'static>,
+    limit: usize,
+) -> Result<Option<Annotated>, ToolError> {
     let notes = C::FILES;
     let large = output_is_large(output);
     match &mut output.body {
@@ -189,12 +209,20 @@ async fn annotate<C: Command>(output: &mut Output, cx: &Invocation) -> Result<Op
                 files: notes,
                 map: map.clone(),
             };
-            let convert = move || -> Result<Json, ToolError> {
-                let mut json = value::into_json(plugin_value(C::SPEC.name, &raw)?);
+            let top = top.clone();
+            let convert = move || -> Result<(Json, bool), ToolError> {
+                let (mut json, cut) = if raw.len() > limit {
+                    let (text, _) = bound::bound_raw_quoted(&raw, &top, limit / 4 * 3, C::SPEC.truncation_hint);
+                    let json = serde_json::from_str(&text)
+                        .map_err(|e| bad_result(C::SPEC.name, &format!("its cut result could not be read: {e}")))?;
+                    (json, bound::was_cut(&text))
+                } else {
+                    (value::into_json(plugin_value(C::SPEC.name, &raw)?), false)
+                };
                 notes.annotate(&mut json, map.as_deref());
-                Ok(json)
+                Ok((json, cut))
             };
-            let json = if large {
+            let (json, cut) = if large {
                 tokio::task::spawn_blocking(convert)
                     .await
                     .map_err(|e| bad_result(C::SPEC.name, &format!("its result could not be converted: {e}")))??
@@ -202,7 +230,7 @@ async fn annotate<C: Command>(output: &mut Output, cx: &Invocation) -> Result<Op
                 convert()?
             };
             output.body = Body::Json(json);
-            return Ok(Some(whole));
+            return Ok(Some(Annotated { whole, cut }));
         }
         _ => {}
     }

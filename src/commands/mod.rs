@@ -151,6 +151,19 @@ impl Whole {
         }
     }
 
+    /// The same, its frame in an allocation of its own ([`RawValue::detached`]).
+    pub fn detached(self) -> Whole {
+        match self {
+            Whole::Plugin(raw) => Whole::Plugin(raw.detached()),
+            Whole::Annotated { raw, files, map } => Whole::Annotated {
+                raw: raw.detached(),
+                files,
+                map,
+            },
+            json @ Whole::Json(_) => json,
+        }
+    }
+
     /// The bytes it holds, as the result store counts them: a frame's length; for a tree
     /// made on this side (small: `sessions`, `api`), its JSON text's, which is less than
     /// the tree holds.

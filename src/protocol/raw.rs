@@ -70,6 +70,16 @@ impl RawValue {
         Ok(RawValue { bytes, levels })
     }
 
+    /// The same value in an allocation of its own, exactly its size: what is kept for a
+    /// while (a cut result's rest) holds no more than it counts. A frame's value is a slice
+    /// of the frame, whose buffer may be up to twice the frame (the socket's decode buffer).
+    pub fn detached(&self) -> RawValue {
+        RawValue {
+            bytes: Bytes::copy_from_slice(&self.bytes),
+            levels: self.levels,
+        }
+    }
+
     pub fn as_bytes(&self) -> &[u8] {
         &self.bytes
     }

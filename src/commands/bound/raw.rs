@@ -27,6 +27,7 @@ use crate::protocol::value;
 
 /// What the command layer sets on the result's top-level object before it is bounded:
 /// where the call ran, and the hint for a result the plugin cut itself.
+#[derive(Clone)]
 pub struct Top<'a> {
     /// Set in place when the plugin's object has the key, appended when it does not.
     pub set: Vec<(&'static str, String)>,
