@@ -186,6 +186,53 @@ async fn a_subscription_is_told_when_a_plugin_connects_and_when_a_session_prints
     );
 }
 
+/// Subscriptions to one URI sent at once leave one notifier, which one unsubscribe stops:
+/// a second one raced past the first's check used to replace its entry and leave its
+/// notifier running for the rest of the connection.
+#[tokio::test]
+async fn subscribing_twice_at_once_leaves_one_notifier_that_unsubscribe_stops() {
+    let port = free_port();
+    let mcp = Mcp::spawn(port, &[]).await;
+    let plugin = FakePlugin::connect(port, Identity::edit("A"), with_logs()).await;
+    let logs_uri = format!("studio://logs/{}", plugin.session_id());
+    for round in 0..5 {
+        let subscribe = || mcp.client.subscribe(SubscribeRequestParams::new(logs_uri.as_str()));
+        let (first, second, third) = tokio::join!(subscribe(), subscribe(), subscribe());
+        first.and(second).and(third).expect("subscribed");
+        mcp.client
+            .unsubscribe(rmcp::model::UnsubscribeRequestParams::new(logs_uri.as_str()))
+            .await
+            .expect("unsubscribe");
+        mcp.client
+            .subscribe(SubscribeRequestParams::new("studio://sessions"))
+            .await
+            .expect("subscribe to sessions");
+        let after = mcp.recorder.updated.lock().unwrap().len();
+        plugin.send_event(
+            "log",
+            value_map(vec![("seq", (10 + round).into()), ("body", "printed".into())]),
+        );
+        // A session change after the print: its update comes after any the print caused.
+        let other = FakePlugin::connect(port, Identity::edit(&format!("B{round}")), with_logs()).await;
+        wait_for("a sessions update", Duration::from_secs(10), || {
+            mcp.recorder.updated.lock().unwrap()[after..]
+                .iter()
+                .any(|u| u == "studio://sessions")
+        })
+        .await;
+        other.stop().await;
+        let later: Vec<String> = mcp.recorder.updated.lock().unwrap()[after..].to_vec();
+        assert!(
+            !later.contains(&logs_uri),
+            "round {round}: a logs update after the unsubscribe: {later:?}"
+        );
+        mcp.client
+            .unsubscribe(rmcp::model::UnsubscribeRequestParams::new("studio://sessions"))
+            .await
+            .expect("unsubscribe sessions");
+    }
+}
+
 /// A `find` answer of `n` matches, as the plugin would send it.
 fn many_matches(n: usize) -> Value {
     let matches = (0..n)

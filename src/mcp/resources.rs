@@ -126,7 +126,11 @@ pub fn not_found(uri: &str) -> McpError {
 /// resource changed, until it unsubscribes or goes away.
 #[derive(Default)]
 pub struct Subscriptions {
-    active: Mutex<HashMap<String, CancellationToken>>,
+    /// Each URI's notifier: its number (told apart from a later one of the same URI) and
+    /// the token that stops it. A notifier whose feed ended takes itself out, so that the
+    /// next subscription to its URI starts a new one.
+    active: Arc<Mutex<HashMap<String, (u64, CancellationToken)>>>,
+    next: std::sync::atomic::AtomicU64,
 }
 
 impl Subscriptions {
@@ -166,8 +170,20 @@ impl Subscriptions {
             .await
             .map_err(|e| McpError::internal_error(format!("Could not subscribe to {uri}: {}", e.message), None))?;
         let cancel = CancellationToken::new();
-        lock(&self.active).insert(uri.clone(), cancel.clone());
-        tokio::spawn(async move {
+        let number = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        {
+            // A second subscription to the URI that raced this one past the check above
+            // (its own `subscribe` awaited meanwhile) keeps the first notifier: this feed is
+            // dropped, and no notifier is left that no unsubscribe could stop.
+            let mut active = lock(&self.active);
+            if active.contains_key(&uri) {
+                return Ok(());
+            }
+            active.insert(uri.clone(), (number, cancel.clone()));
+        }
+        let active = Arc::clone(&self.active);
+        let uri_of_task = uri.clone();
+        let notify = async move {
             loop {
                 // A change (a gap, events lost in a flood or a failover, may hide one: it
                 // counts too)…
@@ -198,12 +214,22 @@ impl Subscriptions {
                     return;
                 }
             }
+        };
+        let uri = uri_of_task;
+        tokio::spawn(async move {
+            notify.await;
+            // Its feed ended (or the client went): out of the map, unless a new one of the
+            // same URI took its place meanwhile.
+            let mut active = lock(&active);
+            if active.get(&uri).is_some_and(|(n, _)| *n == number) {
+                active.remove(&uri);
+            }
         });
         Ok(())
     }
 
     pub fn unsubscribe(&self, uri: &str) {
-        if let Some(cancel) = lock(&self.active).remove(uri) {
+        if let Some((_, cancel)) = lock(&self.active).remove(uri) {
             cancel.cancel();
         }
     }
@@ -211,7 +237,7 @@ impl Subscriptions {
 
 impl Drop for Subscriptions {
     fn drop(&mut self) {
-        for cancel in lock(&self.active).values() {
+        for (_, cancel) in lock(&self.active).values() {
             cancel.cancel();
         }
     }
