@@ -346,11 +346,45 @@ fn main() {
         Ok(bytes) => fs::write(&out, bytes).unwrap_or_else(|e| panic!("writing {}: {e}", out.display())),
         Err(e) => panic!("building the Studio plugin from plugin/src failed: {e}"),
     }
+    embed_windows_manifest(&manifest_dir);
 }
+
+/// The Windows manifest (`src/windows/studio-bridge.exe.manifest`: per-monitor DPI
+/// awareness, which xcap's window capture needs on a scaled display) embedded into the
+/// executable by the MSVC linker, so no resource compiler or crate is needed. Other
+/// targets, and the GNU toolchain on Windows, get none (said as a build warning there).
+fn embed_windows_manifest(manifest_dir: &Path) {
+    if env::var("CARGO_CFG_TARGET_OS").as_deref() != Ok("windows") {
+        return;
+    }
+    let manifest = manifest_dir.join(WINDOWS_MANIFEST);
+    println!("cargo:rerun-if-changed={}", manifest.display());
+    if env::var("CARGO_CFG_TARGET_ENV").as_deref() == Ok("msvc") {
+        println!("cargo:rustc-link-arg-bins=/MANIFEST:EMBED");
+        println!("cargo:rustc-link-arg-bins=/MANIFESTINPUT:{}", manifest.display());
+    } else {
+        println!(
+            "cargo:warning=no application manifest embedded (not the MSVC linker): window screenshots may time out on scaled displays"
+        );
+    }
+}
+
+/// Where the Windows application manifest lives, from the package root.
+const WINDOWS_MANIFEST: &str = "src/windows/studio-bridge.exe.manifest";
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_windows_manifest_declares_per_monitor_dpi_awareness() {
+        let text =
+            fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(WINDOWS_MANIFEST)).expect("the manifest");
+        assert!(text.starts_with("<?xml"), "an XML document");
+        assert!(text.contains(">PerMonitorV2, PerMonitor</dpiAwareness>"), "{text}");
+        assert!(text.contains(">true/pm</dpiAware>"), "the pre-1607 form too: {text}");
+        assert_eq!(text.matches("<assembly").count(), text.matches("</assembly>").count());
+    }
 
     fn ok_all(_: usize, _: &[String]) -> bool {
         true

@@ -66,9 +66,17 @@ impl fmt::Display for CaptureError {
 const TITLE_SUFFIX: &str = " - Roblox Studio";
 
 /// Whether a window belongs to Roblox Studio: by its title, or by its process where the
-/// platform names it (RobloxStudioBeta.exe on Windows and under Wine, RobloxStudio on macOS).
+/// platform names it: RobloxStudioBeta.exe under Wine, RobloxStudio on macOS, and on
+/// Windows xcap's `app_name`, which is the executable's file description ("Roblox
+/// Studio"), so spaces and case are ignored.
 fn is_studio(window: &WindowInfo) -> bool {
-    window.title.ends_with(TITLE_SUFFIX) || window.process.to_ascii_lowercase().starts_with("robloxstudio")
+    let process: String = window
+        .process
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .flat_map(char::to_lowercase)
+        .collect();
+    window.title.ends_with(TITLE_SUFFIX) || process.starts_with("robloxstudio")
 }
 
 /// The place name a Studio title shows: "Baseplate - Roblox Studio" → "Baseplate"; a local
@@ -203,6 +211,14 @@ mod tests {
         assert!(!message.contains("Firefox"), "{message}");
         // a substring of another place's name is not that place
         assert!(choose(&windows, "Base").is_err());
+    }
+
+    #[test]
+    fn studio_is_known_by_its_process_as_each_platform_names_it() {
+        for process in ["RobloxStudioBeta.exe", "RobloxStudio", "Roblox Studio", "ROBLOX STUDIO"] {
+            assert!(is_studio(&window(1, "Untitled", process, 1, (800, 600))), "{process}");
+        }
+        assert!(!is_studio(&window(1, "Untitled", "Roblox Player", 1, (800, 600))));
     }
 
     #[test]

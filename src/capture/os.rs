@@ -21,7 +21,45 @@ fn failed(what: &str, e: xcap::XCapError) -> CaptureError {
     }
 }
 
+/// macOS's Screen Recording permission, checked before any window is listed: without it
+/// macOS lists windows with their titles hidden, and the error would be "no Studio
+/// window". Asked for once a process (macOS shows its prompt, or opens the setting), then
+/// only checked.
+#[cfg(target_os = "macos")]
+mod screen_recording {
+    // CoreGraphics, macOS 10.15 and later: `bool CGPreflightScreenCaptureAccess(void)` and
+    // `bool CGRequestScreenCaptureAccess(void)`.
+    #[link(name = "CoreGraphics", kind = "framework")]
+    unsafe extern "C" {
+        fn CGPreflightScreenCaptureAccess() -> bool;
+        fn CGRequestScreenCaptureAccess() -> bool;
+    }
+
+    static ASKED: std::sync::Once = std::sync::Once::new();
+
+    /// Whether this process may capture the screen now.
+    pub(super) fn allowed() -> bool {
+        // SAFETY: both take nothing and return a bool; no memory is shared.
+        if unsafe { CGPreflightScreenCaptureAccess() } {
+            return true;
+        }
+        ASKED.call_once(|| {
+            // SAFETY: as above.
+            unsafe {
+                CGRequestScreenCaptureAccess();
+            }
+        });
+        false
+    }
+}
+
 pub(super) fn windows() -> Result<Vec<WindowInfo>, CaptureError> {
+    #[cfg(target_os = "macos")]
+    if !screen_recording::allowed() {
+        return Err(CaptureError::Permission(format!(
+            "macOS has not allowed studio-bridge to record the screen, so it cannot capture Studio's window. Allow the terminal or editor that runs studio-bridge in {PERMISSION}, then restart it."
+        )));
+    }
     let listed = xcap::Window::all().map_err(|e| failed("list the open windows", e))?;
     let windows: Vec<WindowInfo> = listed
         .iter()
