@@ -287,3 +287,38 @@ async fn a_peer_taking_over_from_a_paired_host_stays_paired() {
     );
     assert_eq!(session_ids(&peer).await, ["A-edit"]);
 }
+
+/// A refused plugin is visible: the host remembers the last one (its place, when, why),
+/// `sessions` lists it beside the sessions, here and through a peer, and a call that
+/// finds no session says why the open Studio is not one.
+#[tokio::test]
+async fn a_refused_plugin_is_named_by_sessions_and_by_no_sessions() {
+    let dir = config_dir("refused");
+    let _ = install_plugin(&dir, &[]).await;
+    let port = free_port();
+    let mcp = Mcp::spawn_with_config_dir(port, &[], &dir).await;
+    let stranger = FakePlugin::start(port, Identity::edit("S"), studio_like());
+    refused(&stranger).await;
+
+    let listed = mcp.ok("studio_sessions", json!({})).await;
+    assert_eq!(listed["sessions"], json!([]), "{listed}");
+    assert_eq!(listed["refused"]["placeName"], "Place S", "{listed}");
+    assert!(
+        listed["refused"]["why"].as_str().unwrap().contains("install-plugin"),
+        "{listed}"
+    );
+    let peer = Mcp::spawn_with_config_dir(port, &[], &dir).await;
+    let through_peer = peer.ok("studio_sessions", json!({})).await;
+    assert_eq!(
+        through_peer["refused"], listed["refused"],
+        "the host's memory, through a peer"
+    );
+
+    let error = mcp.err("studio_state", json!({})).await;
+    assert_eq!(error["code"], "no_sessions", "{error}");
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.contains("connected but was refused") && message.contains("studio-bridge doctor"),
+        "{message}"
+    );
+}

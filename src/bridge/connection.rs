@@ -85,6 +85,7 @@ pub async fn serve_plugin(
     if hello.protocol != PROTOCOL_VERSION {
         let message = mismatch_message(hello.protocol);
         tracing::warn!(session = %hello.session_id, "{message}");
+        registry.note_refused(&hello.place_name, &message);
         let reject = Some(("protocol_mismatch", message.as_str()));
         refuse(&mut sink, framing, reject, CLOSE_PROTOCOL, "protocol mismatch").await;
         return;
@@ -93,13 +94,16 @@ pub async fn serve_plugin(
     // (`CarriedSessions::open`) are vouched for by this paired connection.
     let proven = match tokio::time::timeout(HELLO_TIMEOUT, handshakes.acquire()).await {
         Ok(Ok(_turn)) => handshake(&mut sink, &mut stream, framing, &hello, &pairing).await,
-        _ => Err(format!(
+        _ => Err(Refusal::went(&format!(
             "{} pairings were in progress for 5 s; studio-bridge was too busy to pair this plugin (it retries by itself)",
             budget::MAX_HANDSHAKES
-        )),
+        ))),
     };
-    if let Err(message) = proven {
+    if let Err(Refusal { message, decided }) = proven {
         tracing::warn!(session = %hello.session_id, "refused an unpaired plugin: {message}");
+        if decided {
+            registry.note_refused(&hello.place_name, &message);
+        }
         refuse(
             &mut sink,
             framing,
@@ -298,14 +302,15 @@ async fn handshake(
     framing: Framing,
     hello: &Hello,
     pairing: &Pairing,
-) -> Result<(), String> {
+) -> Result<(), Refusal> {
     let secret = match pairing.plan(hello.nonce.is_some()) {
         Plan::Admit => return Ok(()),
-        Plan::Refuse(message) => return Err(message),
+        Plan::Refuse(message) => return Err(Refusal::decided(message)),
         Plan::Challenge { secret } => secret,
     };
     let nonce = hello.nonce.as_deref().unwrap_or_default();
-    let host_nonce = pairing::nonce().map_err(|error| format!("studio-bridge could not pair: {error}"))?;
+    let host_nonce =
+        pairing::nonce().map_err(|error| Refusal::decided(format!("studio-bridge could not pair: {error}")))?;
     let proof = pairing::host_proof(&secret, nonce, &host_nonce);
     let challenge = encode_frame(
         &HostMessage::Challenge {
@@ -315,15 +320,19 @@ async fn handshake(
         framing,
     );
     if sink.send(Message::frame(challenge)).await.is_err() {
-        return Err("closed before the pairing challenge".into());
+        return Err(Refusal::went("closed before the pairing challenge"));
     }
-    let failed = || pairing.refuse_failed_auth().map_or(Ok(()), Err);
+    let failed = || {
+        pairing
+            .refuse_failed_auth()
+            .map_or(Ok(()), |message| Err(Refusal::decided(message)))
+    };
     let answer = tokio::time::timeout(HELLO_TIMEOUT, stream.next()).await;
     let message = match answer {
         Ok(Some(Ok(message @ (Message::Binary(_) | Message::Text(_))))) => message,
         // No answer in time, or the connection went: nothing to admit either way.
-        Err(_) => return Err("no pairing answer within 5 s".into()),
-        Ok(_) => return Err("closed during pairing".into()),
+        Err(_) => return Err(Refusal::went("no pairing answer within 5 s")),
+        Ok(_) => return Err(Refusal::went("closed during pairing")),
     };
     let parsed = PluginMessage::decode_routed(
         message.into_data(),
@@ -336,6 +345,28 @@ async fn handshake(
             Ok(())
         }
         _ => failed(),
+    }
+}
+
+/// Why a handshake did not admit a plugin, and whether this host decided it (a wrong or
+/// missing proof: remembered, for `sessions` and `no_sessions` to name) or the plugin went
+/// (it closed, or stopped answering: as `doctor`'s own probe does, or a plugin that did not
+/// take this host's proof, which it says in Studio's output).
+struct Refusal {
+    message: String,
+    decided: bool,
+}
+
+impl Refusal {
+    fn decided(message: String) -> Refusal {
+        Refusal { message, decided: true }
+    }
+
+    fn went(message: &str) -> Refusal {
+        Refusal {
+            message: message.to_owned(),
+            decided: false,
+        }
     }
 }
 

@@ -40,7 +40,7 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 pub use events::GAP_EVENT;
-pub use registry::SessionInfo;
+pub use registry::{RefusedPlugin, SessionInfo, SessionList};
 pub use resolve::Target;
 
 use crate::protocol::raw::RawValue;
@@ -170,9 +170,14 @@ impl Bridge {
     /// the deadline) for a first plugin: an agent or CLI that asks at once must not be
     /// told that no Studio is open while the plugins are still reconnecting.
     pub async fn sessions(&self, timeout: Duration) -> Result<Vec<SessionInfo>, ToolError> {
+        self.session_list(timeout).await.map(|list| list.sessions)
+    }
+
+    /// The sessions and the last plugin the host refused.
+    pub async fn session_list(&self, timeout: Duration) -> Result<SessionList, ToolError> {
         let deadline = tokio::time::Instant::now() + timeout;
         match self.settled(deadline, &CancellationToken::new()).await? {
-            Role::Host(registry) => Ok(registry.sessions_after_startup(deadline).await),
+            Role::Host(registry) => Ok(registry.session_list_after_startup(deadline).await),
             Role::Peer(link) => {
                 link.sessions(deadline.saturating_duration_since(tokio::time::Instant::now()))
                     .await

@@ -25,7 +25,7 @@ use super::liveness::{self, Silence};
 use super::peer_pairing::{self, Step, Unproven};
 use super::peer_server::CLOSE_HOST_SHUTDOWN;
 use super::writer::{Outbound, WriterEnd, write_frames};
-use super::{Call, CallHooks, Progress, Reply, SessionEvent, SessionInfo, Target};
+use super::{Call, CallHooks, Progress, Reply, SessionEvent, SessionList, Target};
 use crate::protocol::messages::Frame;
 use crate::protocol::peer::{HostReply, PeerOut, encode};
 use crate::protocol::{ErrorCode, ToolError, value};
@@ -280,7 +280,7 @@ impl PeerLink {
             .send(Outbound::Frame(Frame::Binary(encode(&PeerOut::Cancel { id }))));
     }
 
-    pub async fn sessions(&self, timeout: Duration) -> Result<Vec<SessionInfo>, ToolError> {
+    pub async fn sessions(&self, timeout: Duration) -> Result<SessionList, ToolError> {
         let (id, reply) = self.request(None, |id| encode(&PeerOut::Sessions { id }))?;
         let outcome = match tokio::time::timeout(timeout, reply).await {
             Ok(outcome) => outcome.unwrap_or_else(|_| Err(host_lost()))?,
@@ -294,7 +294,6 @@ impl PeerLink {
         };
         let json = outcome.value.decode().map(value::into_json).unwrap_or_default();
         serde_json::from_value::<SessionList>(json)
-            .map(|list| list.sessions)
             .map_err(|e| ToolError::new(ErrorCode::PluginError, format!("The bridge host sent an unreadable session list ({e}); are both studio-bridge binaries the same version?")))
     }
 
@@ -306,11 +305,6 @@ impl PeerLink {
         lock(&self.subscriptions).insert(id, sender);
         Ok(receiver)
     }
-}
-
-#[derive(serde::Deserialize)]
-struct SessionList {
-    sessions: Vec<SessionInfo>,
 }
 
 /// The peer's side of the handshake (`peer_pairing.rs`): the host proves it holds `token`

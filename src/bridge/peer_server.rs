@@ -330,7 +330,8 @@ fn handle(request: PeerRequest, registry: &Arc<Registry>, outbound: &Outbox, inf
             let outbound = outbound.clone();
             tokio::spawn(async move {
                 let deadline = tokio::time::Instant::now() + registry::STARTUP_GRACE;
-                let sessions = serde_json::json!({ "sessions": registry.sessions_after_startup(deadline).await });
+                let list = registry.session_list_after_startup(deadline).await;
+                let sessions = serde_json::to_value(list).unwrap_or_default();
                 let result = RawValue::encode(&value::from_json(&sessions));
                 send_result(
                     &outbound,

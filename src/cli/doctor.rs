@@ -24,7 +24,7 @@ use serde::Serialize;
 use super::HostOptions;
 use crate::bridge::peer::ConnectError;
 use crate::bridge::probe::{self, Owner};
-use crate::bridge::{self, Mode, SessionInfo, StartError, pairing, token};
+use crate::bridge::{self, Mode, RefusedPlugin, SessionInfo, SessionList, StartError, pairing, token};
 use crate::human::render::Style;
 use crate::plugin_install::{self, PLUGIN_FILE_NAME, PLUGIN_RBXM};
 use crate::protocol::SERVER_VERSION;
@@ -206,8 +206,11 @@ pub async fn diagnose(options: &HostOptions, plugin_out: Option<&Path>) -> Repor
     if hosted {
         match joined {
             Some(Ok(list)) => {
-                checks.push(sessions_check(&list));
-                sessions = list;
+                checks.push(sessions_check(&list.sessions));
+                if let Some(refused) = &list.refused {
+                    checks.push(refused_check(refused));
+                }
+                sessions = list.sessions;
             }
             Some(Err(reason)) => checks.push(Check::problem(
                 "sessions",
@@ -439,12 +442,7 @@ fn proof_check(port: u16, proof: probe::HostProof) -> Check {
     }
 }
 
-fn token_check(
-    path: &Path,
-    state: &FileState,
-    owner: &Owner,
-    joined: Option<&Result<Vec<SessionInfo>, String>>,
-) -> Check {
+fn token_check(path: &Path, state: &FileState, owner: &Owner, joined: Option<&Result<SessionList, String>>) -> Check {
     let shown = path.display();
     let word = shell_word(path);
     let hosted = matches!(owner, Owner::Bridge { .. });
@@ -629,7 +627,7 @@ const REFUSED_PROOF: &str = "the host refused the token";
 const UNPROVEN_HOLDER: &str = "the port's holder did not prove itself";
 
 /// Joins the running host as a peer with `token` and lists its sessions.
-async fn list_sessions(options: &HostOptions, token: String) -> Result<Vec<SessionInfo>, String> {
+async fn list_sessions(options: &HostOptions, token: String) -> Result<SessionList, String> {
     let mode = Mode::Remote {
         addr: format!("127.0.0.1:{}", options.port),
         token,
@@ -645,12 +643,29 @@ async fn list_sessions(options: &HostOptions, token: String) -> Result<Vec<Sessi
             }
             Err(error) => return Err(error.to_string()),
         };
-        let listed = running.bridge.sessions(Duration::from_secs(4)).await;
+        let listed = running.bridge.session_list(Duration::from_secs(4)).await;
         running.shutdown().await;
         listed.map_err(|error| error.message)
     })
     .await;
     joined.unwrap_or_else(|_| Err("the host did not answer within 10 s".into()))
+}
+
+/// The last plugin the host refused: a Studio open but not listed, and why.
+fn refused_check(refused: &RefusedPlugin) -> Check {
+    let ago = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+        .saturating_sub(refused.at_ms)
+        / 1000;
+    Check::problem(
+        "refused",
+        format!(
+            "a Studio plugin (place {:?}) connected {ago} s ago and was refused: {}",
+            refused.place_name, refused.why
+        ),
+        "reinstall the plugin with `studio-bridge install-plugin` and restart Studio (a plugin installed for another user, or before a rotated secret, is refused)".into(),
+    )
 }
 
 fn sessions_check(sessions: &[SessionInfo]) -> Check {

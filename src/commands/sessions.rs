@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 use super::{Command, Invocation, Kind, Output, Render, Spec};
-use crate::bridge::SessionInfo;
+use crate::bridge::{RefusedPlugin, SessionInfo};
 use crate::human::render::{Rendered, Style, clean, table};
 use crate::policy::ActivePolicy;
 use crate::protocol::{Context, ToolError};
@@ -22,6 +22,9 @@ pub struct SessionsResult {
     /// The caller's policy, so an agent knows why a tool or a call is refused.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub policy: Option<ActivePolicy>,
+    /// The last Studio plugin the host refused (unpaired, another protocol), and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<RefusedPlugin>,
 }
 
 pub struct Sessions;
@@ -46,11 +49,12 @@ impl Command for Sessions {
     };
 
     async fn run(_args: SessionsArgs, cx: &Invocation) -> Result<Output, ToolError> {
-        let sessions = cx.bridge.sessions(Self::SPEC.timeout).await?;
+        let list = cx.bridge.session_list(Self::SPEC.timeout).await?;
         Ok(Output::json(
             serde_json::to_value(SessionsResult {
-                sessions,
+                sessions: list.sessions,
                 policy: cx.policy.as_deref().cloned(),
+                refused: list.refused,
             })
             .unwrap_or_default(),
         ))
@@ -61,10 +65,16 @@ impl Render for Sessions {
     /// An aligned table, one session a row (a status other than `connected` in yellow).
     fn render(result: &Json, out: Style, _err: Style) -> Option<Rendered> {
         let list = result.get("sessions")?.as_array()?;
+        // The last plugin refused, on stderr: why a Studio that is open is not listed.
+        let refused = result
+            .get("refused")
+            .and_then(|r| serde_json::from_value::<RefusedPlugin>(r.clone()).ok())
+            .map(|r| format!("{}\n", clean(&r.note())))
+            .unwrap_or_default();
         if list.is_empty() {
             return Some(Rendered {
                 stdout: "no sessions: no Studio has the studio-bridge plugin connected\n".into(),
-                stderr: String::new(),
+                stderr: refused,
             });
         }
         let text =
@@ -104,7 +114,7 @@ impl Render for Sessions {
                     padded.to_owned()
                 }
             }),
-            stderr: String::new(),
+            stderr: refused,
         })
     }
 }

@@ -56,6 +56,39 @@ pub struct SessionInfo {
     pub player: Option<String>,
 }
 
+/// The last plugin this host refused (unpaired, or of another protocol), so that a person
+/// whose Studio "does not connect" is told why: `sessions` lists it, a call that finds no
+/// session says it, and `doctor` reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RefusedPlugin {
+    /// The place its hello named.
+    pub place_name: String,
+    /// When, in Unix milliseconds.
+    pub at_ms: u64,
+    /// Why, as the plugin was told.
+    pub why: String,
+}
+
+impl RefusedPlugin {
+    /// What `no_sessions` and `sessions` say about it.
+    pub fn note(&self) -> String {
+        format!(
+            "A Studio plugin (place {:?}) connected but was refused: {}; run `studio-bridge doctor`.",
+            self.place_name, self.why
+        )
+    }
+}
+
+/// The sessions, and the last plugin refused, as a host lists them (to its peers too).
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionList {
+    pub sessions: Vec<SessionInfo>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<RefusedPlugin>,
+}
+
 struct Session {
     hello: Hello,
     connected_at: Instant,
@@ -78,6 +111,7 @@ pub struct Registry {
     pub max_message_bytes: usize,
     reconnect_grace: Duration,
     startup_grace: Duration,
+    refused: Mutex<Option<RefusedPlugin>>,
 }
 
 impl Registry {
@@ -93,7 +127,34 @@ impl Registry {
             max_message_bytes,
             reconnect_grace: RECONNECT_GRACE,
             startup_grace: STARTUP_GRACE,
+            refused: Mutex::new(None),
         })
+    }
+
+    /// Remembers a plugin this host refused (the last one only).
+    pub fn note_refused(&self, place_name: &str, why: &str) {
+        let at_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        *lock(&self.refused) = Some(RefusedPlugin {
+            place_name: place_name.to_owned(),
+            at_ms,
+            why: why.to_owned(),
+        });
+    }
+
+    /// The last plugin refused, if any.
+    pub fn last_refused(&self) -> Option<RefusedPlugin> {
+        lock(&self.refused).clone()
+    }
+
+    /// [`Registry::sessions_after_startup`], with the last plugin refused.
+    pub async fn session_list_after_startup(&self, deadline: tokio::time::Instant) -> SessionList {
+        let sessions = self.sessions_after_startup(deadline).await;
+        SessionList {
+            sessions,
+            refused: self.last_refused(),
+        }
     }
 
     /// The session list changed: wakes the calls waiting for a session, and tells

@@ -245,8 +245,14 @@ impl Registry {
         })
     }
 
-    fn with_session_list(&self, error: ToolError) -> ToolError {
+    fn with_session_list(&self, mut error: ToolError) -> ToolError {
         match error.code {
+            ErrorCode::NoSessions => {
+                if let Some(refused) = self.last_refused() {
+                    error.message = format!("{} {}", error.message, refused.note());
+                }
+                error
+            }
             ErrorCode::SessionNotFound | ErrorCode::AmbiguousInstance | ErrorCode::ContextUnavailable => {
                 let sessions = serde_json::to_value(self.sessions()).unwrap_or_default();
                 error.with_details(serde_json::json!({ "sessions": sessions }))
