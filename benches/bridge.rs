@@ -1,5 +1,5 @@
-//! The end-to-end benchmark of TESTING.md (Benchmark), B1–B13 (B10: issue #14; B12: issue 29;
-//! B13, exec over MCP Streamable HTTP: issue 31).
+//! The end-to-end benchmark of TESTING.md (Benchmark), B1–B14 (B10: issue #14; B12: issue 29;
+//! B13, exec over MCP Streamable HTTP: issue 31; B14, cut results in memory: issue #38).
 //!
 //! `cargo bench --bench bridge` spawns the release binary as `studio-bridge mcp --port P`,
 //! connects in-process fake plugins (tests/support/fake_plugin.rs) that answer at once,
@@ -36,6 +36,8 @@ mod b11;
 mod b12;
 #[path = "bridge/b13.rs"]
 mod b13;
+#[path = "bridge/b14.rs"]
+mod b14;
 #[path = "bridge/b2.rs"]
 mod b2;
 #[path = "bridge/b3.rs"]
@@ -128,6 +130,9 @@ async fn main() -> anyhow::Result<()> {
     }
     if wants("B13") {
         b13::b13(&plan, &mut report).await?;
+    }
+    if wants("B14") {
+        b14::b14(&plan, &mut report).await?;
     }
     report.print(quick);
     let path = out_dir.join("bridge.json");
@@ -300,8 +305,15 @@ impl Server {
 
     /// VmRSS of the process, in KiB.
     fn rss_kib(&self) -> Option<u64> {
+        self.status_kib("VmRSS")
+    }
+
+    /// A KiB figure of the process's `/proc/<pid>/status` (`VmRSS`, `VmHWM`: its peak).
+    fn status_kib(&self, field: &str) -> Option<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()?)).ok()?;
-        let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+        let line = status
+            .lines()
+            .find(|l| l.strip_prefix(field).is_some_and(|rest| rest.starts_with(':')))?;
         line.split_whitespace().nth(1)?.parse().ok()
     }
 
