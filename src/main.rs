@@ -92,6 +92,7 @@ fn main() -> ExitCode {
                 sub.get_flag("rotate-secret"),
             )),
             "completions" => cli::print_completions(sub),
+            "doctor" if sub.get_flag("studio") => cli::studio_probe::run(sub, &options).await,
             "doctor" => cli::doctor::run(sub, &options).await,
             "terminal" => terminal::run(sub, options.bridge_options(Mode::Auto), options.limits(), policy).await,
             command => cli::run_command(command, sub, &options, &policy).await,

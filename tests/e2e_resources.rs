@@ -368,6 +368,7 @@ async fn cut_results_are_held_within_the_stores_bound_in_memory() {
     assert!(newest.0.contains("line "), "{}", &newest.0[..200.min(newest.0.len())]);
     let oldest = read(&mcp, &format!("{}?page=1", links[0]))
         .await
+        .map(|(page, _)| format!("a page of {} bytes", page.len()))
         .expect_err("the oldest cut result went first");
     assert!(oldest.to_string().contains("is not kept"), "{oldest}");
     let peak = support::memory_mib(mcp.pid, "VmHWM");

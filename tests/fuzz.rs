@@ -175,6 +175,8 @@ fn plugin_message() -> impl Strategy<Value = (Msgpack, Routed)> {
                     actions,
                     nonce: Some((0..16).collect()),
                     player: None,
+                    studio_version: None,
+                    missing: Vec::new(),
                 };
                 (wire, PluginMessage::Hello(hello))
             },

@@ -3,6 +3,7 @@
 //! plus the host-side commands `mcp` and `serve`, and `doctor`.
 
 pub mod doctor;
+pub mod studio_probe;
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -261,6 +262,33 @@ pub fn command() -> clap::Command {
                         .value_name("PATH")
                         .value_parser(clap::value_parser!(PathBuf))
                         .help("Check the plugin installed here (what install-plugin --out was given) instead of Studio's plugins folder"),
+                )
+                .arg(
+                    Arg::new("studio")
+                        .long("studio")
+                        .action(ArgAction::SetTrue)
+                        .conflicts_with("plugin")
+                        .help("Probe the connected Studio instead: every engine member a tool relies on (nothing in the place changes); --json: {studio, plugin, probes}"),
+                )
+                .arg(
+                    Arg::new("play")
+                        .long("play")
+                        .action(ArgAction::SetTrue)
+                        .requires("studio")
+                        .help("With --studio: also probe inside a short Run test, started and stopped here"),
+                )
+                .arg(
+                    Arg::new("session")
+                        .long("session")
+                        .requires("studio")
+                        .help("With --studio: the session to probe (from `studio-bridge sessions`)"),
+                )
+                .arg(
+                    Arg::new("context")
+                        .long("context")
+                        .requires("studio")
+                        .value_parser(["edit", "server", "client"])
+                        .help("With --studio: the DataModel to probe"),
                 ),
         )
         .subcommand(

@@ -101,6 +101,27 @@ impl Render for Sessions {
             ]);
             rows.push(row);
         }
+        // What a Studio lacks, one line a session, on stderr beside the table.
+        let mut notes = refused;
+        for session in list {
+            let missing: Vec<String> = session
+                .get("missing")
+                .and_then(Json::as_array)
+                .map(|m| {
+                    m.iter()
+                        .filter_map(Json::as_str)
+                        .map(|name| clean(name).into_owned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            if !missing.is_empty() {
+                notes.push_str(&format!(
+                    "{}: this Studio has no {}; the tools that need them answer `unsupported` (`studio-bridge doctor --studio` lists them)\n",
+                    text(session, "sessionId"),
+                    missing.join(", ")
+                ));
+            }
+        }
         let mut headers = vec!["SESSION", "CONTEXT", "STATE", "STATUS", "PLACE", "UPTIME"];
         if players {
             headers.insert(2, "PLAYER");
@@ -114,7 +135,7 @@ impl Render for Sessions {
                     padded.to_owned()
                 }
             }),
-            stderr: refused,
+            stderr: notes,
         })
     }
 }

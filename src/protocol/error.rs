@@ -39,6 +39,9 @@ pub enum ErrorCode {
     NotClickable,
     /// `ui`: several elements match the target; nothing was sent.
     Ambiguous,
+    /// This Studio lacks an engine member the tool needs (`details.member`, `Class.Member`,
+    /// and `details.engine`, the engine's words); nothing was attempted.
+    Unsupported,
 }
 
 impl ErrorCode {
@@ -67,6 +70,7 @@ impl ErrorCode {
             ErrorCode::InputRefused => "input_refused",
             ErrorCode::NotClickable => "not_clickable",
             ErrorCode::Ambiguous => "ambiguous",
+            ErrorCode::Unsupported => "unsupported",
         }
     }
 
@@ -163,6 +167,7 @@ mod tests {
             ErrorCode::InputRefused,
             ErrorCode::NotClickable,
             ErrorCode::Ambiguous,
+            ErrorCode::Unsupported,
         ] {
             assert_eq!(ErrorCode::parse(code.as_str()), Some(code));
             assert_eq!(serde_json::to_value(code).unwrap(), Json::String(code.as_str().into()));

@@ -56,6 +56,10 @@ pub struct Hello {
     /// A Play client's player (its LocalPlayer's Name); absent from other sessions, and from
     /// a plugin older than this field.
     pub player: Option<String>,
+    /// What the plugin found of this Studio (issue #40): the engine's `version()`, and the
+    /// engine members its probes found missing (`Class.Member`). Absent from older plugins.
+    pub studio_version: Option<String>,
+    pub missing: Vec<String>,
 }
 
 /// The error half of a plugin `response`.
@@ -368,6 +372,16 @@ fn parse_hello(fields: &mut Fields) -> Result<Hello, FrameError> {
         .take("player")
         .and_then(into_string)
         .filter(|name| !name.is_empty());
+    let studio_version = fields
+        .take("studioVersion")
+        .and_then(into_string)
+        .filter(|v| !v.is_empty());
+    // Not an array of strings: nothing is known missing (the tools still answer for
+    // themselves, `unsupported` included).
+    let missing = match fields.take("missing") {
+        Some(Msgpack::Array(items)) => items.into_iter().filter_map(into_string).collect(),
+        _ => Vec::new(),
+    };
     Ok(Hello {
         protocol,
         plugin_version,
@@ -381,6 +395,8 @@ fn parse_hello(fields: &mut Fields) -> Result<Hello, FrameError> {
         actions,
         nonce,
         player,
+        studio_version,
+        missing,
     })
 }
 
@@ -653,6 +669,36 @@ mod tests {
             };
             assert_eq!(h.player, None);
         }
+    }
+
+    #[test]
+    fn a_hello_says_its_studios_version_and_what_it_lacks() {
+        let PluginMessage::Hello(older) = parse(hello()).unwrap() else {
+            panic!("not a hello");
+        };
+        assert_eq!(
+            (older.studio_version, older.missing.len()),
+            (None, 0),
+            "an older plugin says neither"
+        );
+        let Msgpack::Map(mut entries) = hello() else {
+            unreachable!()
+        };
+        entries.push(("studioVersion".into(), "0.700.0.7000123".into()));
+        let missing = vec![
+            Msgpack::from("StudioTestService.ExecuteMultiplayerTestAsync"),
+            Msgpack::from(3),
+        ];
+        entries.push(("missing".into(), Msgpack::Array(missing)));
+        let PluginMessage::Hello(hello) = parse(Msgpack::Map(entries)).unwrap() else {
+            panic!("not a hello");
+        };
+        assert_eq!(hello.studio_version.as_deref(), Some("0.700.0.7000123"));
+        assert_eq!(
+            hello.missing,
+            ["StudioTestService.ExecuteMultiplayerTestAsync"],
+            "names only"
+        );
     }
 
     #[test]

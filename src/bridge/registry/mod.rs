@@ -54,6 +54,13 @@ pub struct SessionInfo {
     /// A Play client's player (its LocalPlayer's Name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub player: Option<String>,
+    /// The Studio's version (the engine's `version()`), when the plugin says it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub studio_version: Option<String>,
+    /// Engine members this Studio lacks (`Class.Member`): the tools that need them answer
+    /// `unsupported`; `studio-bridge doctor --studio` says which.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
 }
 
 /// The last plugin this host refused (unpaired, or of another protocol), so that a person
@@ -232,6 +239,8 @@ impl Registry {
                 plugin_version: s.hello.plugin_version.clone(),
                 uptime_ms: u64::try_from(now.duration_since(s.connected_at).as_millis()).unwrap_or(u64::MAX),
                 player: s.hello.player.clone(),
+                studio_version: s.hello.studio_version.clone(),
+                missing: s.hello.missing.clone(),
             })
             .collect()
     }
@@ -402,6 +411,8 @@ mod tests {
             actions: vec![],
             nonce: None,
             player: None,
+            studio_version: None,
+            missing: Vec::new(),
         }
     }
 
