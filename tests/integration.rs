@@ -59,6 +59,8 @@ mod processes;
 mod real_plugin;
 #[path = "real_plugin_files.rs"]
 mod real_plugin_files;
+#[path = "real_plugin_first_contact.rs"]
+mod real_plugin_first_contact;
 #[path = "real_plugin_lint.rs"]
 mod real_plugin_lint;
 #[path = "real_plugin_operations.rs"]

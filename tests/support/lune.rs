@@ -71,8 +71,16 @@ impl HeadlessStudio {
 
     /// [`HeadlessStudio::start`] with more harness arguments (`--clients 3`, …).
     pub fn start_with(port: u16, rbxm: &Path, context: &str, extra: &[&str]) -> HeadlessStudio {
+        HeadlessStudio::start_lacking(port, rbxm, context, extra, &[])
+    }
+
+    /// [`HeadlessStudio::start_with`] in a Studio without the engine members `missing`
+    /// (`Class.Member`), as an older Studio, or one with a feature switched off, presents
+    /// them (tests/lune/lib/Studio.luau, `STUDIO_BRIDGE_TEST_MISSING`).
+    pub fn start_lacking(port: u16, rbxm: &Path, context: &str, extra: &[&str], missing: &[&str]) -> HeadlessStudio {
         let mut child = Command::new(lune())
             .current_dir(repo())
+            .env("STUDIO_BRIDGE_TEST_MISSING", missing.join(","))
             .args([
                 "run",
                 "tests/lune/studio.luau",
