@@ -367,14 +367,9 @@ pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions
             return ExitCode::FAILURE;
         }
     };
-    // Beside a running `mcp` this joins its host as a peer; alone, it hosts for the length
-    // of the call (the startup grace gives plugins time to reconnect).
-    let running = match bridge::start(options.bridge_options(Mode::Auto)).await {
+    let running = match join_bridge(options).await {
         Ok(running) => running,
-        Err(error) => {
-            eprintln!("error: {error}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     let target = Target {
         // Commands that need no session (`sessions`, `target`) have no such flags.
@@ -492,6 +487,18 @@ fn print_error(err_style: render::Style, error: &crate::protocol::ToolError) {
             render::escape_controls(&error.message)
         ))
     );
+}
+
+/// The bridge for one command: beside a running `mcp` this joins its host as a peer; alone,
+/// it hosts for the length of the command (the startup grace gives plugins time to
+/// reconnect). A failure is said on stderr, and is the exit code.
+pub async fn join_bridge(options: &HostOptions) -> Result<bridge::Running, ExitCode> {
+    bridge::start(options.bridge_options(Mode::Auto))
+        .await
+        .map_err(|error| {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        })
 }
 
 #[cfg(test)]

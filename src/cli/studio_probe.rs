@@ -18,7 +18,7 @@ use clap::ArgMatches;
 use serde_json::{Value as Json, json};
 
 use super::HostOptions;
-use crate::bridge::{self, Bridge, Call, CallHooks, Mode, Target};
+use crate::bridge::{Bridge, Call, CallHooks, Target};
 use crate::commands::{self, InvocationParts};
 use crate::human::render::{Style, escape_controls};
 use crate::protocol::{Context, ToolError, value};
@@ -31,12 +31,9 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
 
 pub async fn run(matches: &ArgMatches, options: &HostOptions) -> ExitCode {
     let json_out = matches.get_flag("json");
-    let running = match bridge::start(options.bridge_options(Mode::Auto)).await {
+    let running = match super::join_bridge(options).await {
         Ok(running) => running,
-        Err(error) => {
-            eprintln!("error: {error}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     let target = Target {
         session_id: matches.get_one::<String>("session").cloned(),
