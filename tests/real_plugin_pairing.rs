@@ -43,12 +43,21 @@ async fn squatter_gets_nothing(ploy: Ploy) {
         "the plugin sent the squatter more than hellos: {:?}",
         seen.kinds()
     );
-    assert_eq!(seen.connections, 2, "one retry after 2 s, then none within the 30 s pause");
+    assert_eq!(
+        seen.connections, 2,
+        "one retry after 2 s, then none within the 30 s pause"
+    );
     for frame in &seen.frames {
         assert!(
             !frame.windows(secret.len()).any(|w| w == secret.as_bytes()),
             "the secret crossed the wire"
         );
+        // Nothing of the place before the host proved itself: the protocol and a nonce.
+        let hello = rmpv::decode::read_value(&mut &frame[..]).expect("msgpack");
+        for field in ["sessionId", "instanceId", "placeName", "placeId", "gameId", "actions"] {
+            assert!(hello[field].is_nil(), "the squatter learnt {field}: {hello}");
+        }
+        assert!(hello["nonce"].is_str(), "{hello}");
     }
     let lines = studio.lines_so_far().join("\n");
     // The plugin's own note on a welcome it accepts (the harness also notes every welcome

@@ -61,8 +61,9 @@ pub async fn serve_plugin(
     identified: impl FnOnce(),
 ) {
     let (mut sink, mut stream) = socket.split();
-    let hello = read_hello(&mut stream, registry.max_message_bytes.min(budget::HELLO_BYTES)).await;
-    let (hello, framing) = match hello {
+    let limit = registry.max_message_bytes.min(budget::HELLO_BYTES);
+    let opening = read_opening(&mut stream, limit).await;
+    let (opening, framing) = match opening {
         Ok(found) => {
             identified();
             found
@@ -82,10 +83,18 @@ pub async fn serve_plugin(
             return;
         }
     };
-    if hello.protocol != PROTOCOL_VERSION {
-        let message = mismatch_message(hello.protocol);
-        tracing::warn!(session = %hello.session_id, "{message}");
-        registry.note_refused(&hello.place_name, &message);
+    // What is known of the plugin before it proved itself: a pairing hello names no place.
+    let (protocol, nonce, named) = match &opening {
+        Opening::Hello(hello) => (hello.protocol, hello.nonce.clone(), Some(hello)),
+        Opening::Pairing { protocol, nonce } => (*protocol, Some(nonce.clone()), None),
+    };
+    let place = named
+        .map_or(UNNAMED_PLACE, |hello| hello.place_name.as_str())
+        .to_owned();
+    if protocol != PROTOCOL_VERSION {
+        let message = mismatch_message(protocol);
+        tracing::warn!(place = %place, "{message}");
+        registry.note_refused(&place, &message);
         let reject = Some(("protocol_mismatch", message.as_str()));
         refuse(&mut sink, framing, reject, CLOSE_PROTOCOL, "protocol mismatch").await;
         return;
@@ -93,16 +102,16 @@ pub async fn serve_plugin(
     // Only the socket's first hello is proven: the playtest sessions it carries later
     // (`CarriedSessions::open`) are vouched for by this paired connection.
     let proven = match tokio::time::timeout(HELLO_TIMEOUT, handshakes.acquire()).await {
-        Ok(Ok(_turn)) => handshake(&mut sink, &mut stream, framing, &hello, &pairing).await,
+        Ok(Ok(_turn)) => handshake(&mut sink, &mut stream, framing, nonce.as_deref(), &pairing).await,
         _ => Err(Refusal::went(&format!(
             "{} pairings were in progress for 5 s; studio-bridge was too busy to pair this plugin (it retries by itself)",
             budget::MAX_HANDSHAKES
         ))),
     };
     if let Err(Refusal { message, decided }) = proven {
-        tracing::warn!(session = %hello.session_id, "refused an unpaired plugin: {message}");
+        tracing::warn!(place = %place, "refused an unpaired plugin: {message}");
         if decided {
-            registry.note_refused(&hello.place_name, &message);
+            registry.note_refused(&place, &message);
         }
         refuse(
             &mut sink,
@@ -114,6 +123,30 @@ pub async fn serve_plugin(
         .await;
         return;
     }
+    // A pairing hello's plugin names itself now that both sides are proven.
+    let hello = match opening {
+        Opening::Hello(hello) => *hello,
+        Opening::Pairing { .. } => {
+            let proven = encode_frame(&HostMessage::Proven, framing);
+            if sink.send(Message::frame(proven)).await.is_err() {
+                return;
+            }
+            match read_opening(&mut stream, limit).await {
+                Ok((Opening::Hello(hello), _)) if hello.protocol == PROTOCOL_VERSION => *hello,
+                Ok(_) => {
+                    let reject = Some(("bad_hello", "after `proven`, the plugin's full hello"));
+                    refuse(&mut sink, framing, reject, CLOSE_PROTOCOL, "expected a full hello").await;
+                    return;
+                }
+                Err((code, message)) => {
+                    tracing::warn!(%message, "a paired plugin did not name itself");
+                    let reject = code.map(|code| (code, message.as_str()));
+                    refuse(&mut sink, framing, reject, CLOSE_PROTOCOL, "expected a full hello").await;
+                    return;
+                }
+            }
+        }
+    };
 
     let (outbound, queue) = mpsc::unbounded_channel();
     let writer = tokio::spawn(write_until_done(sink, queue, |_| {}));
@@ -300,15 +333,15 @@ async fn handshake(
     sink: &mut SplitSink<WebSocket, Message>,
     stream: &mut SplitStream<WebSocket>,
     framing: Framing,
-    hello: &Hello,
+    nonce: Option<&[u8]>,
     pairing: &Pairing,
 ) -> Result<(), Refusal> {
-    let secret = match pairing.plan(hello.nonce.is_some()) {
+    let secret = match pairing.plan(nonce.is_some()) {
         Plan::Admit => return Ok(()),
         Plan::Refuse(message) => return Err(Refusal::decided(message)),
         Plan::Challenge { secret } => secret,
     };
-    let nonce = hello.nonce.as_deref().unwrap_or_default();
+    let nonce = nonce.unwrap_or_default();
     let host_nonce =
         pairing::nonce().map_err(|error| Refusal::decided(format!("studio-bridge could not pair: {error}")))?;
     let proof = pairing::host_proof(&secret, nonce, &host_nonce);
@@ -370,10 +403,20 @@ impl Refusal {
     }
 }
 
-async fn read_hello(
+/// How a plugin connection opens: a full `hello`, or a paired plugin's pairing hello
+/// (`{protocol, nonce}` alone), whose full hello comes after the handshake.
+enum Opening {
+    Hello(Box<Hello>),
+    Pairing { protocol: u64, nonce: Vec<u8> },
+}
+
+/// The place a refused plugin is remembered under when it never named one.
+const UNNAMED_PLACE: &str = "(not named before pairing)";
+
+async fn read_opening(
     stream: &mut SplitStream<WebSocket>,
     limit: usize,
-) -> Result<(Hello, Framing), (Option<&'static str>, String)> {
+) -> Result<(Opening, Framing), (Option<&'static str>, String)> {
     let first = tokio::time::timeout(HELLO_TIMEOUT, stream.next()).await;
     let message = match first {
         Err(_) => return Err((None, "no hello within 5 s".into())),
@@ -388,7 +431,8 @@ async fn read_hello(
     let parsed = PluginMessage::decode_routed(message.into_data(), framing, limit, &mut DecodeBuffer::default())
         .map(|routed| routed.message);
     match parsed {
-        Ok(PluginMessage::Hello(hello)) => Ok((hello, framing)),
+        Ok(PluginMessage::Hello(hello)) => Ok((Opening::Hello(Box::new(hello)), framing)),
+        Ok(PluginMessage::PairingHello { protocol, nonce }) => Ok((Opening::Pairing { protocol, nonce }, framing)),
         Ok(_) => Err((Some("bad_hello"), "the first message must be a hello".into())),
         Err(error) => Err((Some("bad_hello"), format!("bad hello: {error}"))),
     }
@@ -567,6 +611,7 @@ fn deliver(message: PluginMessage, link: &Link, session_id: &str, registry: &Reg
             });
         }
         PluginMessage::Hello(_)
+        | PluginMessage::PairingHello { .. }
         | PluginMessage::Auth { .. }
         | PluginMessage::Bye
         | PluginMessage::Pong { .. }

@@ -73,6 +73,13 @@ pub struct PluginFailure {
 #[derive(Debug, Clone, PartialEq)]
 pub enum PluginMessage {
     Hello(Hello),
+    /// A paired plugin's first `hello`, before the host proved itself: only its protocol
+    /// and nonce (issue #38: nothing of the place reaches a host that may be a squatter).
+    /// Its full `hello` follows the host's `proven`.
+    PairingHello {
+        protocol: u64,
+        nonce: Vec<u8>,
+    },
     Response {
         id: u64,
         outcome: Result<RawValue, PluginFailure>,
@@ -267,6 +274,7 @@ impl PluginMessage {
             _ => return Err(FrameError::NotAMessage),
         };
         match kind.as_str() {
+            "hello" if fields.0.iter().all(|(key, _)| key.as_str() != Some("sessionId")) => parse_pairing_hello(fields),
             "hello" => parse_hello(fields).map(PluginMessage::Hello),
             "bye" => Ok(PluginMessage::Bye),
             "auth" => Ok(PluginMessage::Auth {
@@ -312,6 +320,23 @@ impl PluginMessage {
             _ => Ok(PluginMessage::Unknown(kind)),
         }
     }
+}
+
+/// A `hello` without a `sessionId`: a paired plugin's first, `{protocol, nonce}` alone.
+fn parse_pairing_hello(fields: &mut Fields) -> Result<PluginMessage, FrameError> {
+    const K: &str = "hello";
+    let protocol = fields.uint(K, "protocol")?;
+    let nonce = fields
+        .take("nonce")
+        .and_then(into_string)
+        .and_then(|text| BASE64.decode_to_vec(text).ok())
+        .filter(|bytes| bytes.len() == NONCE_BYTES)
+        // A hello with neither names no session: the field it lacks is sessionId.
+        .ok_or(FrameError::BadField {
+            kind: K,
+            field: "sessionId",
+        })?;
+    Ok(PluginMessage::PairingHello { protocol, nonce })
 }
 
 fn parse_hello(fields: &mut Fields) -> Result<Hello, FrameError> {
@@ -443,6 +468,9 @@ pub enum HostMessage<'a> {
         host_nonce: &'a str,
         proof: &'a str,
     },
+    /// To a plugin whose first `hello` was a pairing one: both sides proved themselves;
+    /// now its full `hello`.
+    Proven,
     Welcome {
         protocol: u64,
         server_version: &'a str,
@@ -698,6 +726,29 @@ mod tests {
             hello.missing,
             ["StudioTestService.ExecuteMultiplayerTestAsync"],
             "names only"
+        );
+    }
+
+    #[test]
+    fn a_hello_without_a_session_is_a_pairing_hello_of_protocol_and_nonce() {
+        let pairing = map(vec![
+            ("t", "hello".into()),
+            ("protocol", 1.into()),
+            ("nonce", "AAECAwQFBgcICQoLDA0ODw==".into()),
+            ("sha256", "luau".into()),
+        ]);
+        assert_eq!(
+            parse(pairing).unwrap(),
+            PluginMessage::PairingHello {
+                protocol: 1,
+                nonce: (0..16).collect()
+            }
+        );
+        let nothing = map(vec![("t", "hello".into()), ("protocol", 1.into())]);
+        let error = parse(nothing).unwrap_err().to_string();
+        assert!(
+            error.contains("sessionId"),
+            "a hello of neither names the field it lacks: {error}"
         );
     }
 
