@@ -28,12 +28,14 @@ async fn lacking(missing: &[&str]) -> (Mcp, HeadlessStudio, u16) {
     (mcp, studio, port)
 }
 
-/// `studio-bridge doctor --studio --json` beside the host on `port`: its exit code and JSON.
-async fn doctor_studio(port: u16) -> (Option<i32>, Json) {
+/// `studio-bridge doctor --studio --json [extra]` beside the host on `port`: its exit code
+/// and JSON.
+async fn doctor_studio(port: u16, extra: &[&str]) -> (Option<i32>, Json) {
     let output = tokio::time::timeout(
-        Duration::from_secs(60),
+        Duration::from_secs(90),
         tokio::process::Command::new(binary())
             .args(["doctor", "--studio", "--json", "--port", &port.to_string()])
+            .args(extra)
             .env("STUDIO_BRIDGE_CONFIG_DIR", paired_config_dir())
             .env("NO_COLOR", "1")
             .stdin(std::process::Stdio::null())
@@ -94,7 +96,7 @@ async fn a_tool_whose_member_is_missing_answers_unsupported_and_the_rest_work() 
 #[tokio::test]
 async fn doctor_studio_names_what_is_missing_and_passes_on_a_complete_studio() {
     let (_mcp, _studio, port) = lacking(&[MULTIPLAYER]).await;
-    let (code, report) = doctor_studio(port).await;
+    let (code, report) = doctor_studio(port, &[]).await;
     assert_eq!(code, Some(1), "a failed probe exits 1: {report}");
     let multiplayer = probe(&report, MULTIPLAYER);
     assert_eq!(multiplayer["status"], "failed", "{multiplayer}");
@@ -107,8 +109,8 @@ async fn doctor_studio_names_what_is_missing_and_passes_on_a_complete_studio() {
     assert_eq!(report["plugin"]["sha256"], "engine", "{report}");
     assert!(report["studio"]["version"].is_string(), "{report}");
 
-    let (_mcp, _studio, port) = lacking(&[]).await;
-    let (code, report) = doctor_studio(port).await;
+    let (mcp, _studio, port) = lacking(&[]).await;
+    let (code, report) = doctor_studio(port, &[]).await;
     let failed: Vec<&Json> = report["probes"]
         .as_array()
         .unwrap()
@@ -121,4 +123,32 @@ async fn doctor_studio_names_what_is_missing_and_passes_on_a_complete_studio() {
         "a complete Studio passes: {failed:?}"
     );
     assert_eq!(probe(&report, MULTIPLAYER)["status"], "ok", "{report}");
+
+    // --play: the probes again in a Play test's server and client, started and stopped by
+    // doctor; the client's input and GUI members are checked there.
+    let (code, report) = doctor_studio(port, &["--play"]).await;
+    assert_eq!(code, Some(0), "{report}");
+    let status_in = |context: &str, name: &str| {
+        report["probes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["context"] == context && p["name"] == name)
+            .map(|p| p["status"].clone())
+    };
+    assert_eq!(
+        status_in("server", "StudioTestService.EndTest"),
+        Some(json!("ok")),
+        "{report}"
+    );
+    assert_eq!(
+        status_in("client", "UserInputService.CreateVirtualInput"),
+        Some(json!("ok")),
+        "the client's members are probed in the client: {report}"
+    );
+    assert_eq!(
+        mcp.ok("studio_state", json!({})).await["state"],
+        "Edit",
+        "the test was stopped"
+    );
 }

@@ -275,7 +275,7 @@ pub fn command() -> clap::Command {
                         .long("play")
                         .action(ArgAction::SetTrue)
                         .requires("studio")
-                        .help("With --studio: also probe inside a short Run test, started and stopped here"),
+                        .help("With --studio: also probe inside a short Play test (its server and client), started and stopped here"),
                 )
                 .arg(
                     Arg::new("session")

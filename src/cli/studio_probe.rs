@@ -3,8 +3,10 @@
 //!
 //! The plugin's `probe` action reads every engine member a tool relies on, and calls it
 //! where a harmless call exists; nothing in the place changes and no test starts. With
-//! `--play`, a short Run test is started (and stopped, whatever happens) and the probes run
-//! again in its server DataModel, where some members exist only then. The session is
+//! `--play`, a short Play test is started (and stopped, whatever happens) and the probes run
+//! again in its server and client DataModels, where some members exist only then (a Run
+//! test, which the issue named, has no client: the input and GUI members would go
+//! unchecked). The session is
 //! resolved as for any command (`--session`, `--context`). One line a probe, or the JSON of
 //! the contract with `--json`; exit 1 if any probe failed. This is the first thing a person
 //! with a real Studio runs and sends back (docs/field-test.md).
@@ -65,46 +67,50 @@ pub async fn run(matches: &ArgMatches, options: &HostOptions) -> ExitCode {
     }
 }
 
-/// The probes of the session `target` names, and with `play` those of a Run test's
-/// server after them (each marked with its `context`).
+/// The probes of the session `target` names, and with `play` those of a Play test's
+/// server and client after them (each marked with its `context`).
 async fn report(bridge: &Bridge, target: &Target, play: bool, options: &HostOptions) -> Result<Json, ToolError> {
     let mut report = probe(bridge, target).await?;
     mark(&mut report, "edit");
     if !play {
         return Ok(report);
     }
-    let started = play_call(bridge, target, json!({"mode": "run"}), options).await;
-    let in_play = match started {
+    let started = play_call(bridge, target, json!({"mode": "start"}), options).await;
+    let mut in_play = Vec::new();
+    match started {
         Ok(()) => {
-            let server = Target {
-                context: Some(Context::Server),
-                ..target.clone()
-            };
-            let probed = probe(bridge, &server).await;
+            for context in [Context::Server, Context::Client] {
+                let inside = Target {
+                    context: Some(context),
+                    ..target.clone()
+                };
+                in_play.push((context, probe(bridge, &inside).await));
+            }
             // Stopped whatever the probes did; a stop that fails is said, not hidden.
             if let Err(error) = play_call(bridge, target, json!({"mode": "stop"}), options).await {
                 eprintln!(
-                    "warning: the Run test could not be stopped ({}); stop it in Studio",
+                    "warning: the Play test could not be stopped ({}); stop it in Studio",
                     escape_controls(&error.message)
                 );
             }
-            probed
         }
-        Err(error) => Err(error),
-    };
+        Err(error) => in_play.push((Context::Server, Err(error))),
+    }
     let probes = report["probes"].as_array_mut().expect("marked above");
-    match in_play {
-        Ok(mut server) => {
-            mark(&mut server, "server");
-            probes.extend(server["probes"].as_array().cloned().unwrap_or_default());
+    for (context, outcome) in in_play {
+        match outcome {
+            Ok(mut inside) => {
+                mark(&mut inside, context.as_str());
+                probes.extend(inside["probes"].as_array().cloned().unwrap_or_default());
+            }
+            Err(error) => probes.push(json!({
+                "name": "play",
+                "status": "failed",
+                "detail": format!("the Play test for --play could not be probed: {}", error.message),
+                "tools": ["play", "test_run"],
+                "context": context.as_str(),
+            })),
         }
-        Err(error) => probes.push(json!({
-            "name": "play",
-            "status": "failed",
-            "detail": format!("the Run test for --play could not be probed: {}", error.message),
-            "tools": ["play", "test_run"],
-            "context": "server",
-        })),
     }
     Ok(report)
 }
