@@ -477,7 +477,7 @@ async fn a_write_that_lost_its_session_says_it_may_have_completed_and_a_read_doe
         let printed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
         printed["error"].clone()
     };
-    let write = error_of(&run(&["delete", "--port", &port_text, "--paths", "Workspace.Part", "--json"]).await);
+    let write = error_of(&run(&["delete", "--port", &port_text, "Workspace.Part", "--json"]).await);
     assert_eq!(write["code"], "session_lost", "{write}");
     let message = write["message"].as_str().unwrap();
     assert!(

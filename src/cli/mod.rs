@@ -19,7 +19,7 @@ use crate::human::render;
 use crate::policy::{Capability, Policy, PolicyFlags};
 use crate::protocol::{Context, DEFAULT_PORT};
 use crate::sourcemap::Watched;
-use crate::subcommands::{arguments, default_image_path, subcommand_for};
+use crate::subcommands::{BRIDGE_HEADING, arguments, default_image_path, subcommand_for};
 
 /// Options shared by everything that may host the bridge.
 #[derive(Debug, Clone)]
@@ -102,6 +102,7 @@ pub fn load_policy(matches: &ArgMatches) -> Result<Policy, String> {
 pub fn ignore_config() -> Arg {
     Arg::new("ignore-config")
         .long("ignore-config")
+        .help_heading(BRIDGE_HEADING)
         .action(ArgAction::SetTrue)
         .help("Run without the policy in the config file (config.toml's deny_capabilities, read_only, allow, deny), which applies here as it does to mcp")
 }
@@ -116,7 +117,9 @@ pub fn command() -> clap::Command {
         .arg(
             Arg::new("port")
                 .long("port")
+                .value_name("PORT")
                 .global(true)
+                .help_heading(BRIDGE_HEADING)
                 .env("STUDIO_BRIDGE_PORT")
                 .value_parser(clap::value_parser!(u16))
                 .help(format!("Bridge port on 127.0.0.1 [default: {DEFAULT_PORT}]")),
@@ -124,14 +127,18 @@ pub fn command() -> clap::Command {
         .arg(
             Arg::new("log-level")
                 .long("log-level")
+                .value_name("LEVEL")
                 .global(true)
+                .help_heading(BRIDGE_HEADING)
                 .env("STUDIO_BRIDGE_LOG")
                 .help("Log level on stderr: error, warn, info, debug, trace (or a tracing filter)"),
         )
         .arg(
             Arg::new("max-message-mib")
                 .long("max-message-mib")
+                .value_name("MIB")
                 .global(true)
+                .help_heading(BRIDGE_HEADING)
                 .value_parser(clap::value_parser!(usize))
                 .help("Largest message accepted from a plugin, in MiB [default: 64]"),
         )
@@ -139,6 +146,7 @@ pub fn command() -> clap::Command {
             Arg::new("allow-unpaired")
                 .long("allow-unpaired")
                 .global(true)
+                .help_heading(BRIDGE_HEADING)
                 .action(ArgAction::SetTrue)
                 .help("When hosting, accept plugins without this user's pairing secret (a headless test Studio, a hand-installed plugin)"),
         )
@@ -146,6 +154,7 @@ pub fn command() -> clap::Command {
             Arg::new("sourcemap")
                 .long("sourcemap")
                 .global(true)
+                .help_heading(BRIDGE_HEADING)
                 .value_name("PATH")
                 .env("STUDIO_BRIDGE_SOURCEMAP")
                 .value_parser(clap::value_parser!(PathBuf))
@@ -154,7 +163,9 @@ pub fn command() -> clap::Command {
         .arg(
             Arg::new("max-result-kib")
                 .long("max-result-kib")
+                .value_name("KIB")
                 .global(true)
+                .help_heading(BRIDGE_HEADING)
                 .value_parser(clap::value_parser!(usize))
                 .help("Largest result returned, in KiB; larger ones are cut and marked truncated [default: 256]"),
         )

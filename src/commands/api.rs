@@ -116,6 +116,14 @@ impl Command for Api {
         positional: &[],
         truncation_hint: "Narrow the search, or ask for one `member` of the class.",
         follow_event: None,
+        example: "studio-bridge api --class Part",
+        from_file: None,
+        flag_help: &[
+            ("class", "A class: its members, inherited ones included"),
+            ("enum", "An enum: its items"),
+            ("search", "Members and classes whose name holds this text"),
+            ("member", "One member of --class, in full"),
+        ],
     };
 
     async fn run(args: ApiArgs, _cx: &Invocation) -> Result<Output, ToolError> {

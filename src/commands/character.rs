@@ -78,6 +78,16 @@ impl Command for Character {
         positional: &["action"],
         truncation_hint: "",
         follow_event: None,
+        example: "studio-bridge character move-to --to 10,0,5 --context client",
+        from_file: None,
+        flag_help: &[
+            ("action", "move-to: walk there (pathfinding where it can); jump"),
+            ("to", "move-to: x,y,z or an instance path"),
+            (
+                "timeoutMs",
+                "Stop walking after this many ms [default: 15000, at most 30000]",
+            ),
+        ],
     };
 
     async fn run(args: CharacterArgs, cx: &Invocation) -> Result<Output, ToolError> {

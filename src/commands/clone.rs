@@ -50,6 +50,13 @@ impl Command for Clone {
         positional: &["path", "parent"],
         truncation_hint: "",
         follow_event: None,
+        example: "studio-bridge clone Workspace.Tree Workspace --count 3",
+        from_file: None,
+        flag_help: &[
+            ("path", "The instance to copy"),
+            ("parent", "Where the copies go"),
+            ("count", "How many copies"),
+        ],
     };
 
     async fn run(args: CloneArgs, cx: &Invocation) -> Result<Output, ToolError> {

@@ -25,11 +25,9 @@ pub struct CreateArgs {
     // about 400 bytes); the typed item below still refuses unknown or mistyped fields, by name.
     #[schemars(with = "Vec<ItemShape>")]
     pub items: Vec<CreateItem>,
-    /// false: skip the host's Luau syntax check of sources (for syntax newer than the bundled
-    /// Luau). Kept out of the MCP schema, whose catalogue budget is spent: the `syntax_error`
-    /// that needs it names it.
+    /// false: skip the Luau syntax check.
+    #[schemars(extend("default" = true))]
     #[serde(default = "super::check_by_default", skip_serializing)]
-    #[schemars(skip)]
     pub check: bool,
 }
 
@@ -102,6 +100,9 @@ impl Command for Create {
         positional: &[],
         truncation_hint: "",
         follow_event: None,
+        example: "studio-bridge create --items '[{\"className\": \"Part\", \"parent\": \"Workspace\", \"name\": \"Floor\", \"properties\": {\"Anchored\": true}}]'",
+        from_file: None,
+        flag_help: &[("items", "The instances to create, in order")],
     };
     const FILES: Files = Files {
         path_lists: &["created"],

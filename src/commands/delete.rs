@@ -37,9 +37,12 @@ impl Command for Delete {
         capabilities: super::Capabilities::of(&[super::Capability::Write]),
         idempotent: false,
         open_world: false,
-        positional: &[],
+        positional: &["paths"],
         truncation_hint: "",
         follow_event: None,
+        example: "studio-bridge delete Workspace.Old Workspace.Temp",
+        from_file: None,
+        flag_help: &[("paths", "The instances to delete")],
     };
 
     async fn run(args: DeleteArgs, cx: &Invocation) -> Result<Output, ToolError> {

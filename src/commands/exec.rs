@@ -25,20 +25,17 @@ pub struct ExecArgs {
     #[serde(default = "default_timeout_ms")]
     #[schemars(range(min = 1, max = 600_000))]
     pub timeout_ms: u64,
-    /// A named environment whose globals persist between calls (`studio-bridge terminal`
-    /// picks one per attach). Kept out of the MCP schema: agents get a fresh environment
-    /// per call, and the catalogue budget has no room for a terminal-only field.
+    // A named environment whose globals persist between calls (`studio-bridge terminal`
+    // picks one per attach); without it every call gets a fresh one.
+    /// Keep globals between calls under this name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(skip)]
     pub env: Option<String>,
     /// game: during a test, in the game's own script VM (its module tables).
     #[serde(default, skip_serializing_if = "Runtime::is_plugin")]
     pub runtime: Runtime,
-    /// false: skip the host's Luau syntax check (for syntax newer than the bundled Luau; the
-    /// terminal, which reads the plugin's own compile stage to continue a chunk). Kept out of
-    /// the MCP schema, whose catalogue budget is spent: the `syntax_error` names it.
+    /// false: skip the Luau syntax check.
+    #[schemars(extend("default" = true))]
     #[serde(default = "super::check_by_default", skip_serializing)]
-    #[schemars(skip)]
     pub check: bool,
 }
 
@@ -126,6 +123,12 @@ impl Command for Exec {
         positional: &["script"],
         truncation_hint: "Return or print less (e.g. a count or a slice instead of a whole table).",
         follow_event: None,
+        example: "studio-bridge exec 'return #workspace:GetChildren()'   (or --file F, or - for stdin)",
+        from_file: Some("script"),
+        flag_help: &[
+            ("script", "The Luau to run (`-`: from stdin)"),
+            ("timeoutMs", "Stop the script after this many ms"),
+        ],
     };
     const FILES: super::files::Files = super::files::Files {
         messages: &["error"],

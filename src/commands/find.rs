@@ -82,6 +82,15 @@ impl Command for Find {
         positional: &["root"],
         truncation_hint: "Narrow the root or the filters, or raise limit.",
         follow_event: None,
+        example: "studio-bridge find Workspace --class-name Part --limit 10",
+        from_file: None,
+        flag_help: &[
+            ("root", "Where to search from"),
+            ("className", "Instances of this class (IsA)"),
+            ("tag", "Instances with this CollectionService tag"),
+            ("attribute", "Instances with this attribute"),
+            ("limit", "At most this many matches"),
+        ],
     };
     const FILES: Files = Files {
         path_objects: &["matches"],

@@ -189,6 +189,9 @@ impl Command for Input {
         positional: &[],
         truncation_hint: "",
         follow_event: None,
+        example: "studio-bridge input --steps '[{\"type\": \"key\", \"key\": \"W\", \"holdMs\": 500}]' --context client",
+        from_file: None,
+        flag_help: &[("steps", "Keys, mouse, text and waits, in order")],
     };
 
     async fn run(args: InputArgs, cx: &Invocation) -> Result<Output, ToolError> {

@@ -60,6 +60,13 @@ impl Command for InsertAsset {
         positional: &[],
         truncation_hint: "",
         follow_event: None,
+        example: "studio-bridge insert-asset --asset-id 12345678 --parent Workspace",
+        from_file: None,
+        flag_help: &[
+            ("assetId", "A Creator Store asset id"),
+            ("query", "Search the Creator Store and insert the first model found"),
+            ("parent", "Where it goes"),
+        ],
     };
 
     async fn run(args: InsertAssetArgs, cx: &Invocation) -> Result<Output, ToolError> {

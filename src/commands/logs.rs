@@ -96,6 +96,14 @@ impl Command for Logs {
         positional: &[],
         truncation_hint: "Ask for fewer entries (count), filter by levels, or page with since.",
         follow_event: Some("log"),
+        example: "studio-bridge logs --count 20 --levels Error,Warning --follow",
+        from_file: None,
+        flag_help: &[
+            ("count", "How many entries"),
+            ("direction", "head: the oldest first; tail: the newest"),
+            ("levels", "Only these levels"),
+            ("includeInternal", "Also studio-bridge's own lines"),
+        ],
     };
     const FILES: super::files::Files = super::files::Files {
         entries: &["entries"],

@@ -100,6 +100,14 @@ pub struct Spec {
     /// The plugin event that continues this command's output (`logs --follow` on the CLI
     /// streams `log` events after the result).
     pub follow_event: Option<&'static str>,
+    /// One command line that shows it in use, closing its `--help`.
+    pub example: &'static str,
+    /// The argument the command line can also read from a file (`--file F`) or stdin
+    /// (`-`): a script's source.
+    pub from_file: Option<&'static str>,
+    /// A person's words for the arguments whose schema has no description: the schema's
+    /// are read into every agent's context (the catalogue budget), `--help` is not.
+    pub flag_help: &'static [(&'static str, &'static str)],
 }
 
 impl Spec {

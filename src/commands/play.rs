@@ -115,6 +115,12 @@ impl Command for Play {
         positional: &["mode"],
         truncation_hint: "",
         follow_event: None,
+        example: "studio-bridge play start --players 2",
+        from_file: None,
+        flag_help: &[
+            ("mode", "start: Play; run: server only; stop; add-players: more clients"),
+            ("players", "start: how many clients; add-players: how many more"),
+        ],
     };
 
     async fn run(args: PlayArgs, cx: &Invocation) -> Result<Output, ToolError> {

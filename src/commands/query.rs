@@ -67,6 +67,14 @@ impl Command for Query {
         positional: &["path"],
         truncation_hint: "Query a narrower path, a smaller depth, or fewer properties.",
         follow_event: None,
+        example: "studio-bridge query Workspace --children --properties Name,Position",
+        from_file: None,
+        flag_help: &[
+            ("depth", "How many levels of children to include"),
+            ("includeAttributes", "Include attributes"),
+            ("children", "List the children (one level)"),
+            ("listServices", "List the services of game"),
+        ],
     };
 
     async fn run(args: QueryArgs, cx: &Invocation) -> Result<Output, ToolError> {

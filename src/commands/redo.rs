@@ -24,6 +24,9 @@ impl Command for Redo {
         positional: &[],
         truncation_hint: "",
         follow_event: None,
+        example: "studio-bridge redo",
+        from_file: None,
+        flag_help: &[("steps", "How many steps forward")],
     };
 
     async fn run(args: StepsArgs, cx: &Invocation) -> Result<Output, ToolError> {

@@ -87,6 +87,9 @@ fn make_portable(schema: &mut Json) {
     {
         map.remove("format");
     }
+    // Whether the host sends a field on (serde's `skip_serializing`) is no business of the
+    // caller's: every input field is the caller's to give.
+    map.remove("writeOnly");
     // `additionalProperties: true` is the default; say nothing.
     if map.get("additionalProperties") == Some(&Json::Bool(true)) {
         map.remove("additionalProperties");

@@ -83,6 +83,9 @@ impl Command for Screenshot {
         positional: &[],
         truncation_hint: "",
         follow_event: None,
+        example: "studio-bridge screenshot --out view.png",
+        from_file: None,
+        flag_help: &[("maxWidth", "Scale down to at most this many pixels wide")],
     };
 
     async fn run(args: ScreenshotArgs, cx: &Invocation) -> Result<Output, ToolError> {

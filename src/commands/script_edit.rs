@@ -39,17 +39,13 @@ pub struct ScriptEditArgs {
     // be the schema's description, and the catalogue's budget is spent; the name says it.)
     #[serde(default, skip_serializing_if = "is_false")]
     pub dry_run: bool,
-    /// false: skip the host's Luau syntax check of the new source (for syntax newer than
-    /// the bundled Luau). Kept out of the MCP schema, whose catalogue budget is spent: the
-    /// `syntax_error` that needs it names it.
+    /// false: skip the Luau syntax check.
+    #[schemars(extend("default" = true))]
     #[serde(default = "super::check_by_default", skip_serializing)]
-    #[schemars(skip)]
     pub check: bool,
-    /// true: edit a script the project's sourcemap maps to a file (refused `file_backed`
-    /// otherwise). Kept out of the MCP schema, whose catalogue budget is spent: the
-    /// `file_backed` error that needs it names it.
+    // Edit a script the project\'s sourcemap maps to a file (refused `file_backed` otherwise).
+    /// Edit a file-synced script anyway.
     #[serde(default, skip_serializing)]
-    #[schemars(skip)]
     pub force: bool,
     // true: stylua formats the new source (the project's stylua.toml) before it is checked.
     // (No doc comment, as for dryRun; never sent to the plugin: the host formats.)
@@ -122,6 +118,28 @@ impl Command for ScriptEdit {
         positional: &["path"],
         truncation_hint: "",
         follow_event: None,
+        example: "studio-bridge script-edit ServerScriptService.Main --find 'speed = 10' --replace 'speed = 16'",
+        from_file: Some("source"),
+        flag_help: &[
+            ("path", "The script"),
+            ("source", "The whole new source (`-`: from stdin)"),
+            ("edits", "Line ranges to replace"),
+            ("find", "Plain text to find"),
+            ("replace", "What --find becomes"),
+            (
+                "count",
+                "How many occurrences of --find there must be (all are replaced)",
+            ),
+            (
+                "expectedHash",
+                "Edit only if the source still has this hash (from script-read)",
+            ),
+            ("dryRun", "Check the edit and print the would-be hash; write nothing"),
+            (
+                "format",
+                "Format the new source with stylua (the project's stylua.toml) first",
+            ),
+        ],
     };
 
     /// A whole `source` is checked as it is, then written. Line `edits` and `find` are

@@ -56,6 +56,13 @@ impl Command for ScriptRead {
         positional: &["path"],
         truncation_hint: "Read a line range with startLine and endLine.",
         follow_event: None,
+        example: "studio-bridge script-read ServerScriptService.Main --start-line 1 --end-line 40",
+        from_file: None,
+        flag_help: &[
+            ("path", "The script"),
+            ("startLine", "First line (1-based)"),
+            ("endLine", "Last line"),
+        ],
     };
     const FILES: Files = Files {
         path: true,

@@ -74,6 +74,14 @@ impl Command for ScriptSearch {
         positional: &["query"],
         truncation_hint: "Narrow the root or the query, or raise limit.",
         follow_event: None,
+        example: "studio-bridge script-search RemoteEvent --root ReplicatedStorage",
+        from_file: None,
+        flag_help: &[
+            ("query", "Text to find in every script"),
+            ("caseSensitive", "Match case"),
+            ("root", "Search scripts under this instance only"),
+            ("limit", "At most this many matches"),
+        ],
     };
     const FILES: Files = Files {
         path_objects: &["matches"],

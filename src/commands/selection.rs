@@ -42,6 +42,9 @@ impl Command for Selection {
         positional: &[],
         truncation_hint: "",
         follow_event: None,
+        example: "studio-bridge selection --set Workspace.Baseplate",
+        from_file: None,
+        flag_help: &[],
     };
 
     /// Reading the selection changes nothing; setting it is a write (and answers the new

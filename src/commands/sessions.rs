@@ -46,6 +46,9 @@ impl Command for Sessions {
         positional: &[],
         truncation_hint: "",
         follow_event: None,
+        example: "studio-bridge sessions",
+        from_file: None,
+        flag_help: &[],
     };
 
     async fn run(_args: SessionsArgs, cx: &Invocation) -> Result<Output, ToolError> {

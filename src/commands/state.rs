@@ -83,6 +83,12 @@ impl Command for State {
         positional: &[],
         truncation_hint: "",
         follow_event: None,
+        example: "studio-bridge state --operation-id 7f3a",
+        from_file: None,
+        flag_help: &[(
+            "operationId",
+            "A write's operationId (from an error that says it may have run): what became of it",
+        )],
     };
 
     async fn run(args: StateArgs, cx: &Invocation) -> Result<Output, ToolError> {

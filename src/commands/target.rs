@@ -56,6 +56,12 @@ impl Command for TargetCommand {
         positional: &[],
         truncation_hint: "",
         follow_event: None,
+        example: "studio-bridge target --set '{\"sessionId\": \"A1B2-edit\"}'",
+        from_file: None,
+        flag_help: &[
+            ("set", "Make this Studio the default for later calls"),
+            ("clear", "Forget the default"),
+        ],
     };
 
     async fn run(args: TargetArgs, cx: &Invocation) -> Result<Output, ToolError> {

@@ -44,10 +44,9 @@ pub struct TestRunArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 8))]
     pub players: Option<u8>,
-    /// false: skip the host's Luau syntax check, which otherwise refuses a syntax error
-    /// (`syntax_error`) with no playtest started; as `exec`'s `check`.
+    /// false: skip the Luau syntax check.
+    #[schemars(extend("default" = true))]
     #[serde(default = "super::check_by_default", skip_serializing)]
-    #[schemars(skip)]
     pub check: bool,
 }
 
@@ -106,6 +105,14 @@ impl Command for TestRun {
         positional: &["script"],
         truncation_hint: "Return or print less.",
         follow_event: None,
+        example: "studio-bridge test-run 'return #game.Players:GetPlayers()' --players 2   (or --file F)",
+        from_file: Some("script"),
+        flag_help: &[
+            ("script", "The Luau to run in the playtest (`-`: from stdin)"),
+            ("mode", "play: with clients; run: server only"),
+            ("timeoutMs", "Stop the test after this many ms"),
+            ("players", "Clients to start; the script runs once they joined"),
+        ],
     };
     const FILES: super::files::Files = super::files::Files {
         messages: &["error"],

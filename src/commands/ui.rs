@@ -29,7 +29,8 @@ pub struct UiArgs {
     pub target: Option<Target>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
-    // true when absent (an Option, so that the schema carries no `default`: the budget)
+    // true when absent; the schema says so, for `--no-clear` on the command line
+    #[schemars(extend("default" = true))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clear: Option<bool>,
     #[serde(default)]
@@ -133,6 +134,18 @@ impl Command for Ui {
         positional: &["action"],
         truncation_hint: "Pass a target to list one subtree of the GUI.",
         follow_event: None,
+        example: "studio-bridge ui click --target PlayerGui.Menu.Play --context client",
+        from_file: None,
+        flag_help: &[
+            (
+                "action",
+                "inspect: list what is shown; click an element; type into a TextBox",
+            ),
+            ("target", "The element: a path, or what it is"),
+            ("text", "type: the text"),
+            ("clear", "type: keep the box's text and add to it"),
+            ("submit", "type: press Enter after"),
+        ],
     };
 
     /// Inspecting reads; clicking and typing play.

@@ -79,6 +79,9 @@ impl Command for Undo {
         positional: &[],
         truncation_hint: "",
         follow_event: None,
+        example: "studio-bridge undo --steps 2",
+        from_file: None,
+        flag_help: &[("steps", "How many steps back")],
     };
 
     async fn run(args: StepsArgs, cx: &Invocation) -> Result<Output, ToolError> {

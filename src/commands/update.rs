@@ -80,6 +80,9 @@ impl Command for Update {
         positional: &[],
         truncation_hint: "",
         follow_event: None,
+        example: "studio-bridge update --items '{\"path\": \"Workspace.Floor\", \"properties\": {\"Transparency\": 0.5}}'",
+        from_file: None,
+        flag_help: &[("items", "The changes, one an instance")],
     };
     const FILES: super::files::Files = super::files::Files {
         path_lists: &["updated"],
