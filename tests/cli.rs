@@ -25,6 +25,23 @@ async fn run(args: &[&str]) -> std::process::Output {
         .expect("CLI ran")
 }
 
+/// A syntax error's fix, in the words of the surface: a flag on the command line, an
+/// argument in the JSON an MCP client gets.
+#[tokio::test]
+async fn a_syntax_error_names_the_flag_that_skips_the_check() {
+    let port = free_port();
+    let port_text = port.to_string();
+    let output = run(&["exec", "--port", &port_text, "return +"]).await;
+    assert_eq!(output.status.code(), Some(1));
+    let said = text(&output.stderr);
+    assert!(said.starts_with("error[syntax_error]: "), "{said}");
+    assert!(said.contains("or pass `--no-check` for syntax newer"), "{said}");
+    let output = run(&["exec", "--port", &port_text, "return +", "--json"]).await;
+    let printed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let message = printed["error"]["message"].as_str().unwrap();
+    assert!(message.contains("or pass `check: false` for syntax newer"), "{message}");
+}
+
 #[tokio::test]
 async fn exec_prints_the_mcp_json_and_hosts_just_long_enough() {
     let port = free_port();
@@ -486,6 +503,19 @@ async fn a_write_that_lost_its_session_says_it_may_have_completed_and_a_read_doe
         "{message}"
     );
     assert!(message.contains("before retrying"), "{message}");
+    assert!(message.contains("`studio_state {operationId: \""), "{message}");
+
+    // The same error for a person, in the command line's words (#41).
+    let output = run(&["delete", "--port", &port_text, "Workspace.Part"]).await;
+    assert_eq!(output.status.code(), Some(1));
+    let said = text(&output.stderr);
+    assert!(said.starts_with("error[session_lost]: "), "{said}");
+    assert!(
+        said.contains("(e.g. studio-bridge query, studio-bridge script-read, studio-bridge logs)"),
+        "{said}"
+    );
+    assert!(said.contains("`studio-bridge state --operation-id "), "{said}");
+    assert!(!said.contains("studio_") && !said.contains("operationId"), "{said}");
 
     let read = error_of(&run(&["query", "--port", &port_text, "Workspace", "--json"]).await);
     assert_eq!(read["code"], "session_lost", "{read}");

@@ -418,6 +418,11 @@ async fn the_mcp_inspector_drives_every_tool_and_a_result_page_over_http() {
     for (tool, args) in [
         ("studio_state", vec![]),
         ("studio_exec", vec!["--tool-arg", "script=return 1"]),
+        // The fix a syntax error names, accepted by the strict client (#41): in the schema.
+        (
+            "studio_exec",
+            vec!["--tool-arg", "script=return 1", "--tool-arg", "check=false"],
+        ),
         (
             "studio_api",
             vec!["--tool-arg", "class=Part", "--tool-arg", "member=Color"],

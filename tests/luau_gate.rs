@@ -199,15 +199,21 @@ async fn a_broken_whole_source_edit_is_refused_and_nothing_is_written() {
 }
 
 #[tokio::test]
-async fn check_is_accepted_but_costs_the_catalogue_nothing() {
-    // The catalogue's byte budget is spent (src/mcp/mod.rs): `check` is taken, as the
-    // terminal's `env` is, without a place in the schema; the error that needs it names it.
+async fn check_is_in_every_schema_that_takes_it() {
+    // A client that validates arguments must accept the fix the error names (#41): every
+    // argument the server takes is in the schema, `check` on by default.
     let mcp = Mcp::spawn(free_port(), &[]).await;
     let tools = mcp.client.list_all_tools().await.unwrap();
     for name in ["studio_create", "studio_exec", "studio_test_run", "studio_script_edit"] {
         let tool = tools.iter().find(|t| t.name == name).expect(name);
-        assert!(tool.input_schema["properties"].get("check").is_none(), "{name}");
+        let check = &tool.input_schema["properties"]["check"];
+        assert_eq!(check["type"], "boolean", "{name}: {check}");
+        assert_eq!(check["default"], true, "{name}: {check}");
     }
+    let exec = tools.iter().find(|t| t.name == "studio_exec").unwrap();
+    assert_eq!(exec.input_schema["properties"]["env"]["type"], "string");
+    let edit = tools.iter().find(|t| t.name == "studio_script_edit").unwrap();
+    assert_eq!(edit.input_schema["properties"]["force"]["type"], "boolean");
 }
 
 #[test]

@@ -161,8 +161,13 @@ async fn ctrl_c_cancels_the_running_chunk_and_the_terminal_goes_on() {
         .await
         .unwrap();
     assert!(sent.success());
-    let error = next_line(&mut stderr, "the cancellation").await;
-    assert!(error.starts_with("error[cancelled]"), "{error}");
+    // Two lines: it was cancelled, and (exec may write) how to learn whether it ran.
+    assert_eq!(next_line(&mut stderr, "the cancellation").await, "cancelled");
+    let fate = next_line(&mut stderr, "how to learn its fate").await;
+    assert!(
+        fate.starts_with("it may have run; `.state --operation-id ") && fate.ends_with("` tells"),
+        "{fate}"
+    );
     // Back at the prompt, and the plugin stopped the loop: spins no longer grows.
     stdin
         .write_all(b"local before = spins task.wait(0.3) return spins == before, spins > 0\n.exit\n")
@@ -376,7 +381,8 @@ async fn on_a_tty_ctrl_c_cancels_the_running_line_and_returns_to_the_prompt() {
     studio.wait_for_line("looping", Duration::from_secs(60)).await;
     // The byte a terminal sends for Ctrl-C; the line discipline turns it into SIGINT.
     tty.type_control('c');
-    tty.expect(r"error\[cancelled\]");
+    // Said in two lines, in the terminal's words; no word of operationIds or studio_query.
+    tty.expect(r"\ncancelled\r?\nit may have run; `\.state --operation-id [0-9a-f-]+` tells\r?\n");
     tty.prompt();
     // The plugin stopped the loop (it got `cancel`): spins no longer grows.
     tty.type_line("local n = spins task.wait(0.3) return spins == n, n > 0");

@@ -19,6 +19,7 @@ use crate::human::render;
 use crate::policy::{Capability, Policy, PolicyFlags};
 use crate::protocol::{Context, DEFAULT_PORT};
 use crate::sourcemap::Watched;
+use crate::subcommands::words::{Surface, in_words_of};
 use crate::subcommands::{BRIDGE_HEADING, arguments, default_image_path, subcommand_for};
 
 /// Options shared by everything that may host the bridge.
@@ -373,7 +374,7 @@ pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions
             if as_json {
                 println!("{}", error.to_json());
             } else {
-                print_error(err_style, &error);
+                print_error(err_style, command.spec().name, &error);
             }
             return ExitCode::FAILURE;
         }
@@ -448,7 +449,7 @@ pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions
                 written
             }
             Err(error) => {
-                print_error(err_style, error);
+                print_error(err_style, command.spec().name, error);
                 Ok(())
             }
         }
@@ -487,16 +488,14 @@ pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions
     status
 }
 
-/// A tool error as a person reads it on stderr: `error[code]: message`, its Studio text
-/// escaped like every other.
-fn print_error(err_style: render::Style, error: &crate::protocol::ToolError) {
+/// A tool error as a person reads it on stderr: `error[code]: message`, in the command
+/// line's words (`--no-check`, `studio-bridge state`), its Studio text escaped like every
+/// other.
+fn print_error(err_style: render::Style, command: &str, error: &crate::protocol::ToolError) {
+    let message = in_words_of(Surface::Cli, Some(command), &error.message);
     eprintln!(
         "{}",
-        err_style.red(&format!(
-            "error[{}]: {}",
-            error.code,
-            render::escape_controls(&error.message)
-        ))
+        err_style.red(&format!("error[{}]: {}", error.code, render::escape_controls(&message)))
     );
 }
 

@@ -309,7 +309,7 @@ fn may_have_written(command: &str, kind: Kind, operation_id: Option<&str>, mut e
         error.message = format!("{} This write (`{command}`) {MAY_HAVE_WRITTEN}", error.message);
         if let Some(id) = operation_id {
             error.message = format!(
-                "{} Its outcome, once Studio knows it: studio_state with operationId {id:?} (same session).",
+                "{} Its outcome, once Studio knows it: `studio_state {{operationId: {id:?}}}` (same session).",
                 error.message
             );
             error.set_detail("operationId", Json::String(id.to_owned()));

@@ -182,7 +182,7 @@ fn check_syntax(args: &CreateArgs) -> Result<(), ToolError> {
             return Err(ToolError::new(
                 ErrorCode::SyntaxError,
                 format!(
-                    "item {n}: {field}: {}; nothing was created. Fix the source, or pass check: false for syntax newer than the bundled Luau {}.",
+                    "item {n}: {field}: {}; nothing was created. Fix the source, or pass `check: false` for syntax newer than the bundled Luau {}.",
                     first.unwrap_or_default(),
                     luau::version()
                 ),

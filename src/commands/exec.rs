@@ -161,7 +161,7 @@ pub(super) fn check_syntax(script: &str) -> Result<(), ToolError> {
         ToolError::new(
             ErrorCode::SyntaxError,
             format!(
-                "{}. Nothing ran. Fix the script, or pass check: false for syntax newer than the bundled Luau {}.",
+                "{}. Nothing ran. Fix the script, or pass `check: false` for syntax newer than the bundled Luau {}.",
                 crate::luau::chunk_message("exec", &errors),
                 crate::luau::version()
             ),

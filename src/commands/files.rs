@@ -137,7 +137,7 @@ pub fn refuse_file_backed(path: &str, map: Option<&Sourcemap>) -> Result<(), Too
     Err(ToolError::new(
         ErrorCode::FileBacked,
         format!(
-            "{path} is synced from {file}: edit {file} instead; your sync tool puts it in Studio (and would overwrite an edit made here). Nothing was written. Pass force: true to edit it in Studio anyway."
+            "{path} is synced from {file}: edit {file} instead; your sync tool puts it in Studio (and would overwrite an edit made here). Nothing was written. Pass `force: true` to edit it in Studio anyway."
         ),
     )
     .with_details(serde_json::json!({ "path": path, "file": file })))

@@ -273,7 +273,7 @@ fn check_syntax(source: &str) -> Result<(), ToolError> {
         ToolError::new(
             ErrorCode::SyntaxError,
             format!(
-                "source: {}; nothing was written. Fix the source, or pass check: false for syntax newer than the bundled Luau {}.",
+                "source: {}; nothing was written. Fix the source, or pass `check: false` for syntax newer than the bundled Luau {}.",
                 first.unwrap_or_default(),
                 crate::luau::version()
             ),

@@ -9,6 +9,8 @@ use std::path::PathBuf;
 use clap::{Arg, ArgAction, ArgMatches};
 use serde_json::{Map, Value as Json};
 
+pub mod words;
+
 use crate::commands::DynCommand;
 use crate::protocol::ToolError;
 

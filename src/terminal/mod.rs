@@ -33,8 +33,9 @@ use crate::bridge::{self, Bridge, BridgeOptions, CallHooks, SessionInfo, Target}
 use crate::commands::{self, DynCommand, InvocationParts, Limits, Output};
 use crate::human::render::{self, Style, escape_controls};
 use crate::policy::{ActivePolicy, Policy};
-use crate::protocol::{Context, ToolError};
+use crate::protocol::{Context, ErrorCode, ToolError};
 use crate::sourcemap::Watched;
+use crate::subcommands::words::{Surface, in_words_of};
 use crate::subcommands::{arguments, default_image_path};
 use dot::Dot;
 use session::{Attached, Pick};
@@ -437,13 +438,34 @@ impl Terminal {
                 }
                 let _ = stdout.flush();
             }
+            Err(error) if error.code == ErrorCode::Cancelled => {
+                // Ctrl-C: the person knows what they did; a write says how to learn its fate.
+                self.failed = true;
+                eprintln!("{}", self.err.dim("cancelled"));
+                let operation = error
+                    .details
+                    .as_ref()
+                    .and_then(|d| d.get("operationId"))
+                    .and_then(Json::as_str);
+                if let Some(operation) = operation {
+                    eprintln!(
+                        "{}",
+                        self.err.dim(&format!(
+                            "it may have run; `.state --operation-id {}` tells",
+                            escape_controls(operation)
+                        ))
+                    );
+                }
+            }
             Err(error) => {
                 self.failed = true;
-                // A plugin's error message may carry Studio's text (a name, a script's error).
+                // In the terminal's words (`.state`, `--no-check`); a plugin's error message
+                // may carry Studio's text (a name, a script's error).
+                let message = in_words_of(Surface::Terminal, Some(name), &error.message);
                 eprintln!(
                     "{}",
                     self.err
-                        .red(&format!("error[{}]: {}", error.code, escape_controls(&error.message)))
+                        .red(&format!("error[{}]: {}", error.code, escape_controls(&message)))
                 );
             }
         }

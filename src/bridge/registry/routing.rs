@@ -94,7 +94,7 @@ impl Registry {
                 Err(ToolError::new(
                     ErrorCode::Timeout,
                     format!(
-                        "`{}` got no answer from Studio within {} ms. The plugin was asked to stop it; Studio may be busy or paused at a breakpoint. Check studio_state, then retry (exec: pass a larger timeoutMs).",
+                        "`{}` got no answer from Studio within {} ms. The plugin was asked to stop it; Studio may be busy or paused at a breakpoint. Check studio_state, then retry (exec, test_run: pass a larger `timeoutMs`).",
                         call.action,
                         call.timeout.as_millis()
                     ),
@@ -295,7 +295,7 @@ impl Waiting {
                 "No Studio session could take `{action}` within {ms} ms (waiting for a first plugin). Check that Studio is open and the plugin is enabled, then retry."
             ),
             Waiting::PlayContext(context) => format!(
-                "Studio reports a running playtest, but its {context} DataModel did not connect within {ms} ms, so `{action}` was not run (never in the edit DataModel instead). Check studio_sessions, retry, or pass context: \"edit\" to run it in the edit DataModel on purpose."
+                "Studio reports a running playtest, but its {context} DataModel did not connect within {ms} ms, so `{action}` was not run (never in the edit DataModel instead). Check studio_sessions, retry, or pass `context: \"edit\"` to run it in the edit DataModel on purpose."
             ),
         };
         // No session took it: nothing was sent.
