@@ -9,6 +9,8 @@ mod support;
 
 #[path = "cli.rs"]
 mod cli;
+#[path = "cli_human.rs"]
+mod cli_human;
 #[path = "doctor.rs"]
 mod doctor;
 #[path = "e2e.rs"]

@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use clap::{Arg, ArgAction, ArgMatches};
+use serde_json::Value as Json;
 
 use crate::bridge::pairing::Pairing;
 use crate::bridge::{self, BridgeOptions, CallHooks, Mode, Target};
@@ -414,6 +415,7 @@ pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions
         policy: Some(Arc::new(policy.report())),
         files: Some(Arc::clone(&files)),
     };
+    let asked = Json::Object(args.clone());
     let outcome = command.invoke(args, parts, options.limits()).await;
     let mut stdout = std::io::stdout().lock();
     let status = match &outcome {
@@ -443,7 +445,7 @@ pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions
     } else {
         match &outcome {
             Ok(output) => {
-                let rendered = command.render(&output.value(), out_style, err_style);
+                let rendered = command.render(&asked, &output.value(), out_style, err_style);
                 let written = write!(stdout, "{}", rendered.stdout).and_then(|()| stdout.flush());
                 eprint!("{}", rendered.stderr);
                 written

@@ -306,7 +306,7 @@ fn search(text: &str, all: bool) -> Result<ApiResult, ToolError> {
 impl Render for Api {
     /// A class as its chain then one aligned line a property (type, then where it comes from
     /// and how it can be used); an enum as `Name = value` lines; a search one match a line.
-    fn render(result: &Json, out: Style, _err: Style) -> Option<Rendered> {
+    fn render(_args: &Json, result: &Json, out: Style, _err: Style) -> Option<Rendered> {
         let mut rendered = Rendered::default();
         let text = |v: &Json, key: &str| clean(v.get(key).and_then(Json::as_str).unwrap_or("")).into_owned();
         if let Some(properties) = result.get("properties").and_then(Json::as_array) {

@@ -146,8 +146,8 @@ impl<C: Command> DynCommand for Erased<C> {
         })
     }
 
-    fn render(&self, result: &Json, out: Style, err: Style) -> Rendered {
-        human::finish(C::render(result, out, err), result, err)
+    fn render(&self, args: &Json, result: &Json, out: Style, err: Style) -> Rendered {
+        human::finish(C::render(args, result, out, err), result, err)
     }
 }
 

@@ -119,4 +119,40 @@ impl Command for Character {
     }
 }
 
-impl super::Render for Character {}
+// Human rendering --------------------------------------------------------------------------
+
+use std::fmt::Write as _;
+
+use serde_json::Value as Json;
+
+use crate::human::render::{self, Rendered, Style, clean};
+
+impl super::Render for Character {
+    /// Where the character got to and whether it arrived (or jumped).
+    fn render(_args: &Json, result: &Json, _out: Style, err: Style) -> Option<Rendered> {
+        let at = render::numbers(result.get("position")?.as_array()?);
+        let mut rendered = Rendered::default();
+        let line = match (
+            result.get("arrived").and_then(Json::as_bool),
+            result.get("jumped").and_then(Json::as_bool),
+        ) {
+            (Some(true), _) => format!("arrived at {at}"),
+            (Some(false), _) => {
+                let short = result
+                    .get("distance")
+                    .map(|d| render::numbers(std::slice::from_ref(d)))
+                    .unwrap_or_else(|| "?".into());
+                format!("stopped {short} studs short, at {at}")
+            }
+            (None, Some(true)) => format!("jumped at {at}"),
+            (None, Some(false)) => format!("did not jump (at {at})"),
+            (None, None) => format!("at {at}"),
+        };
+        let _ = writeln!(rendered.stdout, "{line}");
+        if let Some(status) = result.get("pathStatus").and_then(Json::as_str) {
+            let note = format!("walked straight: pathfinding said {}", clean(status));
+            let _ = writeln!(rendered.stderr, "{}", err.dim(&note));
+        }
+        Some(rendered)
+    }
+}

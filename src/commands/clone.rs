@@ -76,4 +76,18 @@ impl Command for Clone {
     }
 }
 
-impl super::Render for Clone {}
+use serde_json::Value as Json;
+
+// Human rendering --------------------------------------------------------------------------
+
+use crate::human::render::{self, Rendered, Style};
+
+impl super::Render for Clone {
+    /// The copies' paths, one a line.
+    fn render(_args: &Json, result: &Json, _out: Style, _err: Style) -> Option<Rendered> {
+        Some(Rendered {
+            stdout: render::lines(result.get("created")?.as_array()?)?,
+            stderr: String::new(),
+        })
+    }
+}

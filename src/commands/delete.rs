@@ -66,4 +66,19 @@ fn require_paths(field: &str, paths: &[String]) -> Result<(), ToolError> {
     Ok(())
 }
 
-impl super::Render for Delete {}
+use serde_json::Value as Json;
+
+// Human rendering --------------------------------------------------------------------------
+
+use crate::human::render::{self, Rendered, Style};
+
+impl super::Render for Delete {
+    /// `deleted 2 instances`.
+    fn render(_args: &Json, result: &Json, _out: Style, _err: Style) -> Option<Rendered> {
+        let n = result.get("deleted")?.as_u64()?;
+        Some(Rendered {
+            stdout: format!("deleted {}\n", render::count(n, "instance", "instances")),
+            stderr: String::new(),
+        })
+    }
+}

@@ -172,58 +172,14 @@ pub(super) fn check_syntax(script: &str) -> Result<(), ToolError> {
 
 // Human rendering --------------------------------------------------------------------------
 
-use std::fmt::Write as _;
-
 use super::Render;
-use crate::human::luau;
-use crate::human::render::{Rendered, Style, clean};
+use crate::human::render::{self, Rendered, Style};
 
 impl Render for Exec {
     /// What the script printed, as Studio's Output window shows it, then its returns on one
     /// line; a script error goes to stderr.
-    fn render(result: &Json, out: Style, err: Style) -> Option<Rendered> {
-        let success = result.get("success")?.as_bool()?;
-        let returns = result.get("returns")?.as_array()?;
-        let mut rendered = Rendered::default();
-        for entry in result
-            .get("logs")
-            .and_then(Json::as_array)
-            .map_or(&[][..], Vec::as_slice)
-        {
-            let level = entry.get("level")?.as_str()?;
-            let body = entry.get("body")?.as_str()?;
-            let _ = writeln!(rendered.stdout, "{}", output_window_line(level, body, out));
-        }
-        if !returns.is_empty() {
-            let _ = writeln!(rendered.stdout, "{}", luau::list(returns));
-        }
-        if !success {
-            let message = result
-                .get("error")
-                .and_then(Json::as_str)
-                .unwrap_or("the script failed");
-            // `file:line: ` first where the error names a script the sourcemap maps.
-            let at = crate::human::render::file_line(result);
-            let _ = writeln!(
-                rendered.stderr,
-                "{at}{}",
-                err.red(&format!("error: {}", clean(message)))
-            );
-        }
-        Some(rendered)
-    }
-}
-
-/// A line as Studio's Output window shows it: prints as they are, warnings and errors
-/// coloured (or, without colour, prefixed).
-fn output_window_line(level: &str, body: &str, style: Style) -> String {
-    let body = clean(body);
-    match (level, style.color) {
-        ("Warning", true) => style.yellow(&body),
-        ("Warning", false) => format!("warning: {body}"),
-        ("Error", true) => style.red(&body),
-        ("Error", false) => format!("error: {body}"),
-        _ => body.into_owned(),
+    fn render(_args: &Json, result: &Json, out: Style, err: Style) -> Option<Rendered> {
+        render::script_run(result, out, err)
     }
 }
 

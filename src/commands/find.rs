@@ -119,7 +119,7 @@ impl Command for Find {
 
 impl Render for Find {
     /// One path per line, for pipes (`studio-bridge find … | xargs …`).
-    fn render(result: &Json, _out: Style, _err: Style) -> Option<Rendered> {
+    fn render(_args: &Json, result: &Json, _out: Style, _err: Style) -> Option<Rendered> {
         let mut rendered = Rendered::default();
         for found in result.get("matches")?.as_array()? {
             let _ = writeln!(rendered.stdout, "{}", clean(found.get("path")?.as_str()?));

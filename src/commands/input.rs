@@ -207,7 +207,38 @@ impl Command for Input {
     }
 }
 
-impl super::Render for Input {}
+use serde_json::Value as Json;
+
+// Human rendering --------------------------------------------------------------------------
+
+use crate::human::render::{self, Rendered, Style, clean};
+
+impl super::Render for Input {
+    /// One row a step: whether it was sent, whether the game saw it begin, and whether the
+    /// game's UI took it.
+    fn render(_args: &Json, result: &Json, out: Style, _err: Style) -> Option<Rendered> {
+        let mut rows = Vec::new();
+        for (i, step) in result.get("steps")?.as_array()?.iter().enumerate() {
+            rows.push(vec![
+                (i + 1).to_string(),
+                clean(step.get("type")?.as_str()?).into_owned(),
+                render::yes_no(step.get("ok")),
+                render::yes_no(step.get("began")),
+                render::yes_no(step.get("gameProcessed")),
+            ]);
+        }
+        let table = render::table(
+            &["STEP", "TYPE", "SENT", "BEGAN", "UI TOOK IT"],
+            &rows,
+            out,
+            |_, _, padded| padded.to_owned(),
+        );
+        Some(Rendered {
+            stdout: table,
+            stderr: String::new(),
+        })
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -109,7 +109,37 @@ fn validate(args: &InsertAssetArgs) -> Result<(), ToolError> {
     Ok(())
 }
 
-impl super::Render for InsertAsset {}
+use serde_json::Value as Json;
+
+// Human rendering --------------------------------------------------------------------------
+
+use std::fmt::Write as _;
+
+use crate::human::render::{self, Rendered, Style};
+
+impl super::Render for InsertAsset {
+    /// `inserted asset 123:`, then where its instances are, and the scripts inside.
+    fn render(_args: &Json, result: &Json, out: Style, _err: Style) -> Option<Rendered> {
+        let mut rendered = Rendered::default();
+        let _ = writeln!(rendered.stdout, "inserted asset {}:", result.get("assetId")?.as_u64()?);
+        rendered
+            .stdout
+            .push_str(&render::lines(result.get("inserted")?.as_array()?)?);
+        let scripts = result.get("scripts")?.as_array()?;
+        if !scripts.is_empty() {
+            let _ = writeln!(
+                rendered.stdout,
+                "{}",
+                out.bold(&format!(
+                    "{} inside:",
+                    render::count(scripts.len() as u64, "script", "scripts")
+                ))
+            );
+            rendered.stdout.push_str(&render::lines(scripts)?);
+        }
+        Some(rendered)
+    }
+}
 
 #[cfg(test)]
 mod tests {

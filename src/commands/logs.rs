@@ -122,7 +122,7 @@ impl Render for Logs {
     /// One `[Level] body` line an entry, coloured by level, after `file:line: ` where it
     /// names a script the project's sourcemap maps; lines lost before they were read are a
     /// note on stderr.
-    fn render(result: &Json, out: Style, err: Style) -> Option<Rendered> {
+    fn render(_args: &Json, result: &Json, out: Style, err: Style) -> Option<Rendered> {
         let entries = result.get("entries")?.as_array()?;
         let mut rendered = Rendered::default();
         for entry in entries {

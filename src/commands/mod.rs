@@ -377,7 +377,7 @@ pub fn plugin_value(command: &str, result: &RawValue) -> Result<Msgpack, ToolErr
 /// does not know (`None`), is the generic indented `key: value` form; a cut result gets
 /// its note either way ([`human::finish`]).
 pub trait Render {
-    fn render(_result: &Json, _out: Style, _err: Style) -> Option<Rendered> {
+    fn render(_args: &Json, _result: &Json, _out: Style, _err: Style) -> Option<Rendered> {
         None
     }
 }
@@ -418,8 +418,9 @@ pub trait DynCommand: Send + Sync + Governed {
         cx: InvocationParts,
         limits: Limits,
     ) -> Pin<Box<dyn Future<Output = Result<Output, ToolError>> + Send + 'a>>;
-    /// A result (its JSON, [`Output::value`]) for a person: the command's [`Render`].
-    fn render(&self, result: &Json, out: Style, err: Style) -> Rendered;
+    /// A result (its JSON, [`Output::value`]) for a person: the command's [`Render`], which
+    /// also sees the call's arguments (`script_search` highlights its query).
+    fn render(&self, args: &Json, result: &Json, out: Style, err: Style) -> Rendered;
 }
 
 /// What an adapter hands to [`DynCommand::invoke`]; the target is worked out from the
@@ -481,7 +482,9 @@ mod tests {
 
     /// A table command's result for a person, as the CLI and the terminal render it.
     pub(super) fn render(command: &str, result: &Json, out: Style, err: Style) -> Rendered {
-        find(command).expect("a table command").render(result, out, err)
+        find(command)
+            .expect("a table command")
+            .render(&Json::Null, result, out, err)
     }
 
     pub(super) fn plain(command: &str, result: &Json) -> Rendered {
@@ -492,11 +495,12 @@ mod tests {
     fn the_generic_form_leaves_out_where_it_ran() {
         let text = human(&json!({"state": "Edit", "sessionId": "A-edit", "context": "edit"}));
         assert_eq!(text, "state: Edit\n");
+        // A shape `delete`'s own rendering does not know.
         let text = plain(
-            "state",
-            &json!({"state": "Edit", "sessionId": "A-edit", "context": "edit"}),
+            "delete",
+            &json!({"removed": 1, "sessionId": "A-edit", "context": "edit"}),
         );
-        assert_eq!(text.stdout, "state: Edit\n");
+        assert_eq!(text.stdout, "removed: 1\n");
     }
 
     /// `value` with `HOSTILE` put into every string (and, with `keys`, every key).
@@ -562,6 +566,52 @@ mod tests {
                 "state",
                 json!({"state": "Edit", "placeName": "P", "list": ["x", {"y": "z"}]}),
             ),
+            (
+                "state",
+                json!({"state": "Edit", "operation": {"id": "o", "command": "c", "status": "failed",
+                       "error": {"code": "x", "message": "m"}}}),
+            ),
+            (
+                "test_run",
+                json!({"success": false, "error": "e", "returns": ["r"], "durationMs": 1, "timedOut": false,
+                       "logs": [{"level": "Print", "body": "b", "context": "server"}]}),
+            ),
+            (
+                "script_search",
+                json!({"matches": [{"path": "p", "line": 1, "text": "t"}], "truncated": false}),
+            ),
+            (
+                "play",
+                json!({"state": "Play", "clients": [{"sessionId": "s", "player": "n"}]}),
+            ),
+            (
+                "character",
+                json!({"arrived": false, "position": [1, 2, 3], "distance": 1, "pathStatus": "s"}),
+            ),
+            ("input", json!({"steps": [{"type": "key", "ok": true}]})),
+            (
+                "ui",
+                json!({"elements": [{"path": "p", "className": "c", "text": "t", "center": [1, 2], "size": [3, 4],
+                       "visible": true, "active": true}]}),
+            ),
+            ("ui", json!({"clicked": "p", "at": [1, 2]})),
+            ("ui", json!({"path": "p", "text": "t"})),
+            (
+                "undo",
+                json!({"done": 1, "waypoint": "w", "stoppedAt": "s", "canUndo": true, "canRedo": false}),
+            ),
+            (
+                "create",
+                json!({"created": ["a"], "files": {"a": "f"}, "diagnosticsSkipped": "s"}),
+            ),
+            (
+                "insert_asset",
+                json!({"assetId": 1, "inserted": ["a"], "scripts": ["s"]}),
+            ),
+            (
+                "screenshot",
+                json!({"width": 1, "height": 1, "source": "window", "window": "w", "reason": "r", "hint": "h"}),
+            ),
         ];
         for (command, result) in &results {
             for keys in [false, true] {
@@ -596,6 +646,167 @@ mod tests {
         let odd_event = hostile(&json!({"seq": 1, "note": "\u{9b}"}), true);
         assert!(!event_line(&odd_event, PLAIN).chars().any(must_escape));
         assert_eq!(log_line("Print", "\u{1b}c", PLAIN), "[Print] \\u{1b}c");
+    }
+
+    /// A result of each command the generic form used to print (#41), as a person reads it.
+    #[test]
+    fn every_command_reads_as_its_own_rendering() {
+        let cases: &[(&str, Json, &str, &str)] = &[
+            (
+                "test_run",
+                json!({"success": true, "returns": [1, {"a": 2}], "durationMs": 459, "timedOut": false,
+                       "logs": [{"level": "Print", "body": "hi", "context": "server"},
+                                {"level": "Warning", "body": "careful", "context": "client"}]}),
+                "hi\nwarning: careful\n1, {a = 2}\n",
+                "the test ran 459 ms\n",
+            ),
+            (
+                "test_run",
+                json!({"success": false, "returns": [], "error": "boom", "durationMs": 5000, "timedOut": true, "logs": []}),
+                "",
+                "error: boom\nthe test timed out after 5000 ms (--timeout-ms sets how long it may run)\n",
+            ),
+            (
+                "script_search",
+                json!({"matches": [{"path": "game.ServerScriptService.Main", "line": 3, "text": "  print(1)"},
+                                   {"path": "game.X", "file": "src/x.luau", "line": 9, "text": "print"}],
+                       "truncated": false}),
+                "game.ServerScriptService.Main:3:   print(1)\nsrc/x.luau:9: print\n",
+                "",
+            ),
+            (
+                "play",
+                json!({"state": "Play", "clients": [{"sessionId": "A-client-1", "player": "Player1"},
+                                                    {"sessionId": "A-client-2"}]}),
+                "Play\nCLIENT      PLAYER\nA-client-1  Player1\nA-client-2  –\n",
+                "",
+            ),
+            ("play", json!({"state": "Edit"}), "Edit\n", ""),
+            (
+                "character",
+                json!({"arrived": false, "position": [10.04, 3, -6.25], "distance": 4.21, "pathStatus": "NoPath"}),
+                "stopped 4.2 studs short, at 10, 3, -6.3\n",
+                "walked straight: pathfinding said NoPath\n",
+            ),
+            (
+                "character",
+                json!({"jumped": true, "position": [0, 5, 0]}),
+                "jumped at 0, 5, 0\n",
+                "",
+            ),
+            (
+                "input",
+                json!({"steps": [{"type": "key", "ok": true, "began": true, "gameProcessed": false},
+                                 {"type": "wait", "ok": true}]}),
+                "STEP  TYPE  SENT  BEGAN  UI TOOK IT\n1     key   yes   yes    no\n2     wait  yes   –      –\n",
+                "",
+            ),
+            (
+                "ui",
+                json!({"elements": [{"path": "PlayerGui.Menu.Play", "className": "TextButton", "text": "Play",
+                                     "center": [400, 300], "size": [200, 50], "visible": true, "active": true}],
+                       "viewport": [800, 600], "inset": [0, 58]}),
+                "PATH                 CLASS       TEXT  CENTRE    SIZE     CLICKABLE\nPlayerGui.Menu.Play  TextButton  Play  400, 300  200, 50  yes\n",
+                "viewport 800, 600; the top bar's inset 0, 58\n",
+            ),
+            (
+                "ui",
+                json!({"clicked": "PlayerGui.Menu.Play", "at": [400, 358], "activated": true}),
+                "clicked PlayerGui.Menu.Play at 400, 358; Activated fired\n",
+                "",
+            ),
+            (
+                "ui",
+                json!({"path": "PlayerGui.Chat.Box", "text": "hello", "focused": false, "submitted": true}),
+                "typed into PlayerGui.Chat.Box: now \"hello\", submitted\n",
+                "",
+            ),
+            (
+                "state",
+                json!({"state": "Edit", "placeName": "Place A", "placeId": 1, "gameId": 2,
+                       "operation": {"id": "7f", "command": "delete", "status": "done", "result": {"deleted": 1}}}),
+                "Edit · Place A (place 1, game 2)\noperation 7f (delete): done\n  deleted: 1\n",
+                "",
+            ),
+            (
+                "undo",
+                json!({"done": 2, "waypoint": "studio-bridge: create", "canUndo": true, "canRedo": true}),
+                "undid 2 steps, the last \"studio-bridge: create\"\n",
+                "can undo: yes, can redo: yes\n",
+            ),
+            (
+                "redo",
+                json!({"done": 0, "stoppedAt": "Move", "canUndo": true, "canRedo": true}),
+                "nothing to redo\n",
+                "stopped at \"Move\": not the step --expect names\ncan undo: yes, can redo: yes\n",
+            ),
+            ("delete", json!({"deleted": 1}), "deleted 1 instance\n", ""),
+            (
+                "clone",
+                json!({"created": ["Workspace.A[2]", "Workspace.A[3]"]}),
+                "Workspace.A[2]\nWorkspace.A[3]\n",
+                "",
+            ),
+            (
+                "create",
+                json!({"created": ["ServerScriptService.S", "Workspace.P"], "files": {"ServerScriptService.S": "src/S.server.luau"}}),
+                "ServerScriptService.S → src/S.server.luau\nWorkspace.P\n",
+                "",
+            ),
+            ("update", json!({"updated": ["Workspace.P"]}), "Workspace.P\n", ""),
+            ("selection", json!({"selection": []}), "", "nothing is selected\n"),
+            (
+                "insert_asset",
+                json!({"assetId": 12, "inserted": ["Workspace.Tree"], "scripts": ["Workspace.Tree.Sway"]}),
+                "inserted asset 12:\nWorkspace.Tree\n1 script inside:\nWorkspace.Tree.Sway\n",
+                "",
+            ),
+            (
+                "screenshot",
+                json!({"width": 1280, "height": 720, "source": "viewport"}),
+                "1280×720 PNG from the viewport\n",
+                "",
+            ),
+            (
+                "target",
+                json!({"sessions": []}),
+                "no default: calls that name no session need one Studio open\nno sessions: no Studio has the studio-bridge plugin connected\n",
+                "",
+            ),
+        ];
+        for (command, result, stdout, stderr) in cases {
+            let rendered = plain(command, result);
+            assert_eq!(rendered.stdout, *stdout, "{command}: {result}");
+            assert_eq!(rendered.stderr, *stderr, "{command}: {result}");
+        }
+    }
+
+    #[test]
+    fn script_search_marks_its_query_on_a_terminal() {
+        let result = json!({"matches": [{"path": "game.S", "line": 1, "text": "Print(print)"}], "truncated": false});
+        let marked = "\u{1b}[31m\u{1b}[1m";
+        let asked = json!({"query": "print"});
+        let rendered = find("script_search").unwrap().render(&asked, &result, COLOR, COLOR);
+        assert_eq!(
+            rendered.stdout,
+            format!("\u{1b}[34mgame.S\u{1b}[0m:1: {marked}Print\u{1b}[0m\u{1b}[0m({marked}print\u{1b}[0m\u{1b}[0m)\n")
+        );
+        let asked = json!({"query": "print", "caseSensitive": true});
+        let rendered = find("script_search").unwrap().render(&asked, &result, COLOR, COLOR);
+        assert!(
+            rendered
+                .stdout
+                .ends_with(&format!("Print({marked}print\u{1b}[0m\u{1b}[0m)\n")),
+            "{rendered:?}"
+        );
+        // A Luau pattern is not marked; nor is anything without colour.
+        let asked = json!({"query": "pr.nt", "regex": true});
+        let rendered = find("script_search").unwrap().render(&asked, &result, COLOR, COLOR);
+        assert!(rendered.stdout.ends_with(":1: Print(print)\n"), "{rendered:?}");
+        let rendered = find("script_search")
+            .unwrap()
+            .render(&json!({"query": "print"}), &result, PLAIN, PLAIN);
+        assert_eq!(rendered.stdout, "game.S:1: Print(print)\n");
     }
 
     #[test]

@@ -130,7 +130,36 @@ impl Command for Play {
     }
 }
 
-impl super::Render for Play {}
+use serde_json::Value as Json;
+
+// Human rendering --------------------------------------------------------------------------
+
+use std::fmt::Write as _;
+
+use crate::human::render::{self, Rendered, Style, clean};
+
+impl super::Render for Play {
+    /// The state Studio is in, then the test's clients and their players.
+    fn render(_args: &Json, result: &Json, out: Style, _err: Style) -> Option<Rendered> {
+        let mut rendered = Rendered::default();
+        let _ = writeln!(rendered.stdout, "{}", out.bold(&clean(result.get("state")?.as_str()?)));
+        if let Some(clients) = result.get("clients").and_then(Json::as_array) {
+            let rows = clients
+                .iter()
+                .map(|c| {
+                    let text = |key: &str| clean(c.get(key).and_then(Json::as_str).unwrap_or("–")).into_owned();
+                    vec![text("sessionId"), text("player")]
+                })
+                .collect::<Vec<_>>();
+            rendered
+                .stdout
+                .push_str(&render::table(&["CLIENT", "PLAYER"], &rows, out, |_, _, padded| {
+                    padded.to_owned()
+                }));
+        }
+        Some(rendered)
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -94,7 +94,7 @@ impl Command for Query {
 
 impl Render for Query {
     /// The instance as an indented tree.
-    fn render(result: &Json, out: Style, _err: Style) -> Option<Rendered> {
+    fn render(_args: &Json, result: &Json, out: Style, _err: Style) -> Option<Rendered> {
         let instance = result.get("instance")?;
         let mut text = String::new();
         write_instance(&mut text, instance, 0, out)?;

@@ -35,4 +35,14 @@ impl Command for Redo {
     }
 }
 
-impl super::Render for Redo {}
+// Human rendering --------------------------------------------------------------------------
+
+use serde_json::Value as Json;
+
+use crate::human::render::{Rendered, Style};
+
+impl super::Render for Redo {
+    fn render(_args: &Json, result: &Json, _out: Style, err: Style) -> Option<Rendered> {
+        super::undo::steps_taken("redid", "redo", result, err)
+    }
+}

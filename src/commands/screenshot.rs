@@ -328,7 +328,40 @@ fn as_dimension(value: Token<'_>) -> Option<u32> {
     }
 }
 
-impl super::Render for Screenshot {}
+// Human rendering --------------------------------------------------------------------------
+
+use std::fmt::Write as _;
+
+use serde_json::Value as Json;
+
+use crate::human::render::{Rendered, Style, clean};
+
+impl super::Render for Screenshot {
+    /// `1280×720 PNG from the viewport` (the file's name is said where it is written); why
+    /// the window was captured, and a one-colour image's hint, on stderr.
+    fn render(_args: &Json, result: &Json, _out: Style, err: Style) -> Option<Rendered> {
+        let mut rendered = Rendered::default();
+        let source = match result.get("source")?.as_str()? {
+            "window" => "the Studio window".to_owned(),
+            other => format!("the {}", clean(other)),
+        };
+        let _ = writeln!(
+            rendered.stdout,
+            "{}×{} PNG from {source}",
+            result.get("width")?.as_u64()?,
+            result.get("height")?.as_u64()?
+        );
+        if let Some(window) = result.get("window").and_then(Json::as_str) {
+            let why = result.get("reason").and_then(Json::as_str).unwrap_or("");
+            let note = format!("window {:?} ({})", clean(window), clean(why));
+            let _ = writeln!(rendered.stderr, "{}", err.dim(&note));
+        }
+        if let Some(hint) = result.get("hint").and_then(Json::as_str) {
+            let _ = writeln!(rendered.stderr, "{}", err.yellow(&format!("note: {}", clean(hint))));
+        }
+        Some(rendered)
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -341,7 +341,7 @@ fn validate(args: &ScriptEditArgs) -> Result<(), ToolError> {
 impl super::Render for ScriptEdit {
     /// `path: N lines, hash H`, then one line a diagnostic, `line:column severity code
     /// message` (as an editor's problem list reads); why there are none on stderr.
-    fn render(result: &Json, out: Style, err: Style) -> Option<Rendered> {
+    fn render(_args: &Json, result: &Json, out: Style, err: Style) -> Option<Rendered> {
         let mut rendered = Rendered::default();
         let dry = if result.get("dryRun") == Some(&Json::Bool(true)) {
             " (dry run: nothing written)"

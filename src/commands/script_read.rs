@@ -96,7 +96,7 @@ impl Command for ScriptRead {
 impl Render for ScriptRead {
     /// The source with line numbers, like `cat -n`, when it is the whole script (a ranged
     /// read does not say where its lines start: it prints them as they are).
-    fn render(result: &Json, out: Style, _err: Style) -> Option<Rendered> {
+    fn render(_args: &Json, result: &Json, out: Style, _err: Style) -> Option<Rendered> {
         let source = result.get("source")?.as_str()?;
         let line_count = result.get("lineCount")?.as_u64()?;
         let lines: Vec<&str> = source.lines().collect();

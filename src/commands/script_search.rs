@@ -106,4 +106,37 @@ impl Command for ScriptSearch {
     }
 }
 
-impl super::Render for ScriptSearch {}
+use serde_json::Value as Json;
+
+// Human rendering --------------------------------------------------------------------------
+
+use std::fmt::Write as _;
+
+use crate::human::render::{self, Rendered, Style, clean};
+
+impl super::Render for ScriptSearch {
+    /// grep's form, `where:line: text`, the script's file where the sourcemap maps it (what
+    /// editors make clickable), else its path; the query marked on a terminal (a Luau
+    /// pattern, `--regex`, is not).
+    fn render(args: &Json, result: &Json, out: Style, _err: Style) -> Option<Rendered> {
+        let query = args.get("query").and_then(Json::as_str).unwrap_or("");
+        let case_sensitive = args.get("caseSensitive") == Some(&Json::Bool(true));
+        let marked = if args.get("regex") == Some(&Json::Bool(true)) {
+            ""
+        } else {
+            query
+        };
+        let mut rendered = Rendered::default();
+        for found in result.get("matches")?.as_array()? {
+            let at = found.get("file").or_else(|| found.get("path"))?.as_str()?;
+            let _ = writeln!(
+                rendered.stdout,
+                "{}:{}: {}",
+                out.blue(&clean(at)),
+                found.get("line")?.as_u64()?,
+                render::highlighted(found.get("text")?.as_str()?, marked, case_sensitive, out)
+            );
+        }
+        Some(rendered)
+    }
+}

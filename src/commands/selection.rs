@@ -69,4 +69,24 @@ impl Command for Selection {
     }
 }
 
-impl super::Render for Selection {}
+use serde_json::Value as Json;
+
+// Human rendering --------------------------------------------------------------------------
+
+use crate::human::render::{self, Rendered, Style};
+
+impl super::Render for Selection {
+    /// The selected paths, one a line (nothing: nothing is selected).
+    fn render(_args: &Json, result: &Json, _out: Style, err: Style) -> Option<Rendered> {
+        let paths = result.get("selection")?.as_array()?;
+        let stderr = if paths.is_empty() {
+            format!("{}\n", err.dim("nothing is selected"))
+        } else {
+            String::new()
+        };
+        Some(Rendered {
+            stdout: render::lines(paths)?,
+            stderr,
+        })
+    }
+}

@@ -66,7 +66,7 @@ impl Command for Sessions {
 
 impl Render for Sessions {
     /// An aligned table, one session a row (a status other than `connected` in yellow).
-    fn render(result: &Json, out: Style, _err: Style) -> Option<Rendered> {
+    fn render(_args: &Json, result: &Json, out: Style, _err: Style) -> Option<Rendered> {
         let list = result.get("sessions")?.as_array()?;
         // The last plugin refused, on stderr: why a Studio that is open is not listed.
         let refused = result

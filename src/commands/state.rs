@@ -96,4 +96,61 @@ impl Command for State {
     }
 }
 
-impl super::Render for State {}
+use serde_json::Value as Json;
+
+// Human rendering --------------------------------------------------------------------------
+
+use std::fmt::Write as _;
+
+use crate::human::render::{self, Rendered, Style, clean};
+
+impl super::Render for State {
+    /// `Edit · Place (place 1, game 2)`; a write's outcome below, its result in the generic
+    /// form.
+    fn render(_args: &Json, result: &Json, out: Style, err: Style) -> Option<Rendered> {
+        if result.get("state").is_none() && result.get("operation").is_none() {
+            return None;
+        }
+        let mut rendered = Rendered::default();
+        let text = |key: &str| result.get(key).and_then(Json::as_str).map(|t| clean(t).into_owned());
+        if let Some(state) = text("state") {
+            let mut line = out.bold(&state);
+            if let Some(place) = text("placeName") {
+                line.push_str(&format!(" · {place}"));
+            }
+            let ids: Vec<String> = [("placeId", "place"), ("gameId", "game")]
+                .iter()
+                .filter_map(|(key, word)| Some(format!("{word} {}", result.get(*key)?.as_i64()?)))
+                .collect();
+            if !ids.is_empty() {
+                line.push_str(&format!(" ({})", ids.join(", ")));
+            }
+            let _ = writeln!(rendered.stdout, "{line}");
+        }
+        if let Some(operation) = result.get("operation") {
+            let id = clean(operation.get("id")?.as_str()?).into_owned();
+            let status = clean(operation.get("status")?.as_str()?).into_owned();
+            let command = operation
+                .get("command")
+                .and_then(Json::as_str)
+                .map(|c| format!(" ({})", clean(c)))
+                .unwrap_or_default();
+            let _ = writeln!(rendered.stdout, "operation {id}{command}: {status}");
+            if let Some(done) = operation.get("result") {
+                for line in render::human(done).lines() {
+                    let _ = writeln!(rendered.stdout, "  {line}");
+                }
+            }
+            if let Some(error) = operation.get("error") {
+                let code = error.get("code").and_then(Json::as_str).unwrap_or("error");
+                let message = error.get("message").and_then(Json::as_str).unwrap_or("");
+                let _ = writeln!(
+                    rendered.stderr,
+                    "{}",
+                    err.red(&format!("error[{}]: {}", clean(code), clean(message)))
+                );
+            }
+        }
+        Some(rendered)
+    }
+}

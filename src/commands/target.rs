@@ -111,4 +111,28 @@ impl Command for TargetCommand {
     }
 }
 
-impl super::Render for TargetCommand {}
+// Human rendering --------------------------------------------------------------------------
+
+use serde_json::Value as Json;
+
+use crate::human::render::{Rendered, Style, clean};
+
+impl super::Render for TargetCommand {
+    /// The default, then the sessions as `sessions` lists them.
+    fn render(args: &Json, result: &Json, out: Style, err: Style) -> Option<Rendered> {
+        let mut rendered = <super::sessions::Sessions as super::Render>::render(args, result, out, err)?;
+        let default = match result.get("target") {
+            Some(target) => {
+                let id = target
+                    .get("sessionId")
+                    .or_else(|| target.get("instanceId"))
+                    .and_then(Json::as_str)
+                    .unwrap_or("?");
+                format!("default: {}\n", clean(id))
+            }
+            None => "no default: calls that name no session need one Studio open\n".to_owned(),
+        };
+        rendered.stdout.insert_str(0, &default);
+        Some(rendered)
+    }
+}

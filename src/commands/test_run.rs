@@ -162,4 +162,24 @@ impl Command for TestRun {
     }
 }
 
-impl super::Render for TestRun {}
+// Human rendering --------------------------------------------------------------------------
+
+use std::fmt::Write as _;
+
+use crate::human::render::{self, Rendered, Style};
+
+impl super::Render for TestRun {
+    /// Its output lines as `exec` prints them, then its returns; a script error on stderr,
+    /// with how long the test ran and whether it timed out.
+    fn render(_args: &Json, result: &Json, out: Style, err: Style) -> Option<Rendered> {
+        let mut rendered = render::script_run(result, out, err)?;
+        let ms = result.get("durationMs").and_then(Json::as_u64).unwrap_or(0);
+        if result.get("timedOut") == Some(&Json::Bool(true)) {
+            let note = format!("the test timed out after {ms} ms (--timeout-ms sets how long it may run)");
+            let _ = writeln!(rendered.stderr, "{}", err.yellow(&note));
+        } else {
+            let _ = writeln!(rendered.stderr, "{}", err.dim(&format!("the test ran {ms} ms")));
+        }
+        Some(rendered)
+    }
+}

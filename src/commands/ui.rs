@@ -182,7 +182,69 @@ impl Command for Ui {
     }
 }
 
-impl super::Render for Ui {}
+// Human rendering --------------------------------------------------------------------------
+
+use std::fmt::Write as _;
+
+use crate::human::render::{self, Rendered, Style, clean};
+
+impl super::Render for Ui {
+    /// inspect: a table of what is shown (path, class, text, centre, size, clickable);
+    /// click and type: one line of what happened.
+    fn render(_args: &Json, result: &Json, out: Style, err: Style) -> Option<Rendered> {
+        let mut rendered = Rendered::default();
+        let text = |key: &str| result.get(key).and_then(Json::as_str).map(|t| clean(t).into_owned());
+        let pair = |key: &str| result.get(key).and_then(Json::as_array).map(|v| render::numbers(v));
+        if let Some(elements) = result.get("elements").and_then(Json::as_array) {
+            let mut rows = Vec::with_capacity(elements.len());
+            for element in elements {
+                let words = element.get("text").and_then(Json::as_str).unwrap_or("");
+                let mut words: String = clean(words).chars().take(40).collect();
+                if words.chars().count() == 40 {
+                    words.push('…');
+                }
+                let clickable = element.get("visible") == Some(&Json::Bool(true))
+                    && element.get("active") == Some(&Json::Bool(true));
+                rows.push(vec![
+                    clean(element.get("path")?.as_str()?).into_owned(),
+                    clean(element.get("className")?.as_str()?).into_owned(),
+                    words,
+                    render::numbers(element.get("center")?.as_array()?),
+                    render::numbers(element.get("size")?.as_array()?),
+                    if clickable { "yes".into() } else { "no".into() },
+                ]);
+            }
+            rendered.stdout = render::table(
+                &["PATH", "CLASS", "TEXT", "CENTRE", "SIZE", "CLICKABLE"],
+                &rows,
+                out,
+                |_, _, padded| padded.to_owned(),
+            );
+            if let (Some(viewport), Some(inset)) = (pair("viewport"), pair("inset")) {
+                let note = format!("viewport {viewport}; the top bar's inset {inset}");
+                let _ = writeln!(rendered.stderr, "{}", err.dim(&note));
+            }
+        } else if let Some(clicked) = text("clicked") {
+            let at = pair("at").unwrap_or_default();
+            let fired = match result.get("activated").and_then(Json::as_bool) {
+                Some(true) => "; Activated fired",
+                Some(false) => "; no Activated within 0.5 s",
+                None => "",
+            };
+            let _ = writeln!(rendered.stdout, "clicked {clicked} at {at}{fired}");
+        } else {
+            let path = text("path")?;
+            let now = text("text").unwrap_or_default();
+            let submitted = if result.get("submitted") == Some(&Json::Bool(true)) {
+                ", submitted"
+            } else {
+                ""
+            };
+            let _ = writeln!(rendered.stdout, "typed into {path}: now {now:?}{submitted}");
+        }
+        Some(rendered)
+    }
+}
 
 #[cfg(test)]
 mod tests {

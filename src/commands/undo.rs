@@ -90,7 +90,47 @@ impl Command for Undo {
     }
 }
 
-impl super::Render for Undo {}
+use serde_json::Value as Json;
+
+// Human rendering --------------------------------------------------------------------------
+
+use std::fmt::Write as _;
+
+use crate::human::render::{self, Rendered, Style, clean};
+
+impl super::Render for Undo {
+    fn render(_args: &Json, result: &Json, _out: Style, err: Style) -> Option<Rendered> {
+        steps_taken("undid", "undo", result, err)
+    }
+}
+
+/// `undid 2 steps, the last "studio-bridge: create"` (or `nothing to undo`), then what
+/// can be undone and redone now. Shared with `redo`.
+pub(super) fn steps_taken(verb: &str, noun: &str, result: &Json, err: Style) -> Option<Rendered> {
+    let done = result.get("done")?.as_u64()?;
+    let mut rendered = Rendered::default();
+    if done == 0 {
+        let _ = writeln!(rendered.stdout, "nothing to {noun}");
+    } else {
+        let last = result
+            .get("waypoint")
+            .and_then(Json::as_str)
+            .map(|w| format!(", the last {:?}", clean(w)))
+            .unwrap_or_default();
+        let _ = writeln!(rendered.stdout, "{verb} {}{last}", render::count(done, "step", "steps"));
+    }
+    if let Some(kept) = result.get("stoppedAt").and_then(Json::as_str) {
+        let note = format!("stopped at {:?}: not the step --expect names", clean(kept));
+        let _ = writeln!(rendered.stderr, "{}", err.yellow(&note));
+    }
+    let now = format!(
+        "can undo: {}, can redo: {}",
+        render::yes_no(result.get("canUndo")),
+        render::yes_no(result.get("canRedo"))
+    );
+    let _ = writeln!(rendered.stderr, "{}", err.dim(&now));
+    Some(rendered)
+}
 
 #[cfg(test)]
 mod tests {

@@ -189,7 +189,19 @@ fn validate(args: &UpdateArgs) -> Result<(), ToolError> {
     Ok(())
 }
 
-impl super::Render for Update {}
+// Human rendering --------------------------------------------------------------------------
+
+use crate::human::render::{self, Rendered, Style};
+
+impl super::Render for Update {
+    /// Each item's path after the call, one a line.
+    fn render(_args: &Json, result: &Json, _out: Style, _err: Style) -> Option<Rendered> {
+        Some(Rendered {
+            stdout: render::lines(result.get("updated")?.as_array()?)?,
+            stderr: String::new(),
+        })
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -174,6 +174,120 @@ pub fn file_line(entry: &Json) -> String {
 
 // shared pieces ---------------------------------------------------------------------------
 
+/// A script's run (`exec`, `test_run`): what it printed, as Studio's Output window shows
+/// it (`file:line: ` first where a line names a script the sourcemap maps), then its
+/// returns on one line as Luau literals; a script error goes to stderr. None for another
+/// shape.
+pub fn script_run(result: &Json, out: Style, err: Style) -> Option<Rendered> {
+    let success = result.get("success")?.as_bool()?;
+    let returns = result.get("returns")?.as_array()?;
+    let mut rendered = Rendered::default();
+    for entry in result
+        .get("logs")
+        .and_then(Json::as_array)
+        .map_or(&[][..], Vec::as_slice)
+    {
+        let level = entry.get("level")?.as_str()?;
+        let body = entry.get("body")?.as_str()?;
+        let _ = writeln!(
+            rendered.stdout,
+            "{}{}",
+            file_line(entry),
+            output_window_line(level, body, out)
+        );
+    }
+    if !returns.is_empty() {
+        let _ = writeln!(rendered.stdout, "{}", crate::human::luau::list(returns));
+    }
+    if !success {
+        let message = result
+            .get("error")
+            .and_then(Json::as_str)
+            .unwrap_or("the script failed");
+        // `file:line: ` first where the error names a script the sourcemap maps.
+        let _ = writeln!(
+            rendered.stderr,
+            "{}{}",
+            file_line(result),
+            err.red(&format!("error: {}", clean(message)))
+        );
+    }
+    Some(rendered)
+}
+
+/// A line as Studio's Output window shows it: prints as they are, warnings and errors
+/// coloured (or, without colour, prefixed).
+pub fn output_window_line(level: &str, body: &str, style: Style) -> String {
+    let body = clean(body);
+    match (level, style.color) {
+        ("Warning", true) => style.yellow(&body),
+        ("Warning", false) => format!("warning: {body}"),
+        ("Error", true) => style.red(&body),
+        ("Error", false) => format!("error: {body}"),
+        _ => body.into_owned(),
+    }
+}
+
+/// `text` with every occurrence of `needle` marked (bold red, as grep marks a match) on a
+/// terminal; ASCII case folded unless `case_sensitive`, as the plugin's search folds it.
+/// Every piece is escaped ([`clean`]).
+pub fn highlighted(text: &str, needle: &str, case_sensitive: bool, style: Style) -> String {
+    if !style.color || needle.is_empty() {
+        return clean(text).into_owned();
+    }
+    let (haystack, needle) = if case_sensitive {
+        (text.to_owned(), needle.to_owned())
+    } else {
+        (text.to_ascii_lowercase(), needle.to_ascii_lowercase())
+    };
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut from = 0;
+    while let Some(at) = haystack[from..].find(&needle).map(|at| from + at) {
+        out.push_str(&clean(&text[from..at]));
+        out.push_str(&style.red(&style.bold(&clean(&text[at..at + needle.len()]))));
+        from = at + needle.len();
+    }
+    out.push_str(&clean(&text[from..]));
+    out
+}
+
+/// A point or size as a person reads it: `10, 3.5, -2` (one decimal at most).
+pub fn numbers(values: &[Json]) -> String {
+    values
+        .iter()
+        .map(|v| match v.as_f64() {
+            Some(n) => {
+                let rounded = (n * 10.0).round() / 10.0;
+                if rounded == rounded.trunc() {
+                    format!("{}", rounded as i64)
+                } else {
+                    format!("{rounded:.1}")
+                }
+            }
+            None => clean(&v.to_string()).into_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// One line per text of a list (paths: `find`, `clone`, `create`), for pipes.
+pub fn lines(values: &[Json]) -> Option<String> {
+    let mut out = String::new();
+    for value in values {
+        let _ = writeln!(out, "{}", clean(value.as_str()?));
+    }
+    Some(out)
+}
+
+/// `yes`, `no`, or `–` where the result does not say.
+pub fn yes_no(value: Option<&Json>) -> String {
+    match value.and_then(Json::as_bool) {
+        Some(true) => "yes".into(),
+        Some(false) => "no".into(),
+        None => "–".into(),
+    }
+}
+
 /// Columns padded to their widest cell, two spaces apart; the last is not padded.
 pub fn table(
     headers: &[&str],

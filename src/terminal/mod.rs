@@ -406,18 +406,19 @@ impl Terminal {
         // The plugin compiles it: its `stage: "compile"` error is how an unfinished chunk
         // is told apart from a broken one (chunk.rs), which the host's check would not say.
         args.insert("check".into(), Json::Bool(false));
+        let asked = Json::Object(args.clone());
         let outcome = self.invoke(exec, args, attached.target()).await;
         if let Ok(output) = &outcome
             && chunk::continues(&output.value(), chunk)
         {
             return Ran::Incomplete;
         }
-        self.show("exec", &outcome, false);
+        self.show("exec", &asked, &outcome, false);
         Ran::Done
     }
 
     /// Prints a result as the CLI does (or its JSON), errors on stderr.
-    fn show(&mut self, name: &str, outcome: &Result<Output, ToolError>, as_json: bool) {
+    fn show(&mut self, name: &str, args: &Json, outcome: &Result<Output, ToolError>, as_json: bool) {
         match outcome {
             Ok(output) => {
                 let value = output.value();
@@ -429,7 +430,7 @@ impl Terminal {
                     let _ = writeln!(stdout, "{value}");
                 } else {
                     let rendered = match commands::find(name) {
-                        Some(command) => command.render(&value, self.out, self.err),
+                        Some(command) => command.render(args, &value, self.out, self.err),
                         None => render::finish(None, &value, self.err),
                     };
                     let _ = write!(stdout, "{}", rendered.stdout);
@@ -492,7 +493,7 @@ impl Terminal {
         let args = match arguments(command, matches) {
             Ok(args) => args,
             Err(error) => {
-                self.show(name, &Err(error), false);
+                self.show(name, &Json::Null, &Err(error), false);
                 return;
             }
         };
@@ -506,6 +507,7 @@ impl Terminal {
                 context: context.as_deref().and_then(Context::parse),
             },
         };
+        let asked = Json::Object(args.clone());
         let outcome = self.invoke(command, args, target).await;
         if let Ok(Output { image: Some(png), .. }) = &outcome {
             let path = matches
@@ -520,7 +522,7 @@ impl Terminal {
             }
         }
         let as_json = matches.try_get_one::<bool>("json").ok().flatten() == Some(&true);
-        self.show(name, &outcome, as_json);
+        self.show(name, &asked, &outcome, as_json);
         let follows = matches.try_get_one::<bool>("follow").ok().flatten() == Some(&true);
         if follows && outcome.is_ok() {
             self.set_follow(true).await;
@@ -539,7 +541,7 @@ impl Terminal {
                     "this Studio has no {context} DataModel now (start Play for server/client); .sessions lists what is connected"
                 ),
             },
-            Err(error) => self.show("sessions", &Err(error), false),
+            Err(error) => self.show("sessions", &Json::Null, &Err(error), false),
         }
     }
 
@@ -547,7 +549,7 @@ impl Terminal {
     async fn attach(&mut self, which: &str) {
         let sessions = match self.bridge.sessions(SESSIONS_TIMEOUT).await {
             Ok(sessions) => sessions,
-            Err(error) => return self.show("sessions", &Err(error), false),
+            Err(error) => return self.show("sessions", &Json::Null, &Err(error), false),
         };
         let found: Option<&SessionInfo> = match which.parse::<usize>() {
             Ok(n) if n >= 1 => sessions.get(n - 1),
@@ -584,7 +586,7 @@ impl Terminal {
         if let Some(logs) = commands::find("logs")
             && let Err(error) = self.policy.check(logs, &Map::new())
         {
-            return self.show("logs", &Err(error), false);
+            return self.show("logs", &Json::Null, &Err(error), false);
         }
         let target = self.attached().target();
         match self.bridge.subscribe(&target, &["log".to_owned()]).await {
@@ -604,7 +606,7 @@ impl Terminal {
                     }
                 }));
             }
-            Err(error) => self.show("logs", &Err(error), false),
+            Err(error) => self.show("logs", &Json::Null, &Err(error), false),
         }
     }
 }
