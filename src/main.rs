@@ -1,6 +1,7 @@
 //! The `studio-bridge` binary: parses the command line and runs `mcp`, `serve` or one
 //! command of the table (see the library crate for everything else).
 
+use std::io::IsTerminal as _;
 use std::process::ExitCode;
 
 use tracing_subscriber::EnvFilter;
@@ -65,6 +66,10 @@ fn main() -> ExitCode {
     runtime.block_on(async {
         match name {
             "mcp" => {
+                // Started by hand: say what it is for, once, and go on serving.
+                if std::io::stdin().is_terminal() && sub.get_one::<std::net::SocketAddr>("http").is_none() {
+                    eprintln!("{MCP_BY_HAND}");
+                }
                 tracing::info!("policy: {}", policy.summary());
                 if !sub.get_flag("no-install-plugin") && sub.get_one::<String>("remote").is_none() {
                     plugin_install::install_at_start();
@@ -100,12 +105,24 @@ fn main() -> ExitCode {
     })
 }
 
-/// Logs go to stderr only: stdout of `mcp` is the MCP channel.
+/// What `mcp` says when a person starts it on a terminal.
+const MCP_BY_HAND: &str = "studio-bridge mcp speaks MCP on stdin/stdout, for an MCP client that starts it (README: Connect your agent); it waits for one here. To drive Studio yourself, try `studio-bridge terminal` or `studio-bridge --help`.";
+
+/// Logs go to stderr only: stdout of `mcp` is the MCP channel. Colour only on a terminal
+/// and without `NO_COLOR`; rmcp's own lines (its service starting and stopping) only at
+/// `debug`, where they are what someone debugging wants.
 fn init_logging(level: &str) {
-    let filter = EnvFilter::try_new(level).unwrap_or_else(|_| EnvFilter::new("info"));
+    let directives = if matches!(level, "debug" | "trace") || level.contains("rmcp") {
+        level.to_owned()
+    } else {
+        format!("{level},rmcp=warn")
+    };
+    let filter = EnvFilter::try_new(&directives).unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(colour)
         .with_target(false)
         .init();
 }

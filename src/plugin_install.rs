@@ -148,6 +148,12 @@ pub fn install_at_start() {
             Ok(Installed::UpToDate(path)) => tracing::debug!(path = %path.display(), "the Studio plugin is up to date"),
             Err(error) => tracing::warn!(dir = %dir.display(), %error, "could not install the Studio plugin"),
         },
+        // Expected where Studio does not run (Linux: a devcontainer, CI, a remote host), so
+        // said once at info there; on Windows and macOS it is worth a warning.
+        Err(reason) if cfg!(target_os = "linux") => tracing::info!(
+            %reason,
+            "Roblox Studio does not run on Linux, so the plugin was not installed here. Where Studio runs, run `studio-bridge install-plugin` (or `install-plugin --out <plugins folder>`)."
+        ),
         Err(reason) => tracing::warn!(
             %reason,
             "Roblox Studio was not found on this machine, so the plugin was not installed. Where Studio runs, run `studio-bridge install-plugin` (or `install-plugin --out <plugins folder>`)."

@@ -66,10 +66,8 @@ async fn human_output_is_readable_and_errors_exit_1() {
     let output = run(&["state", "--port", &port_text]).await;
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let text = String::from_utf8(output.stdout).unwrap();
-    assert!(
-        text.contains("state: Edit\n") && text.contains("placeName: Place A\n"),
-        "{text}"
-    );
+    // The place's ids where it has them (an unpublished place's game id is 0).
+    assert_eq!(text, "Edit · Place A (place 1818)\n");
 
     let output = run(&["state", "--port", &port_text, "--session", "nope", "--json"]).await;
     assert_eq!(output.status.code(), Some(1));
@@ -522,4 +520,62 @@ async fn a_write_that_lost_its_session_says_it_may_have_completed_and_a_read_doe
     let message = read["message"].as_str().unwrap();
     assert!(!message.contains("may have completed"), "{message}");
     assert!(!message.contains("This write"), "{message}");
+}
+
+/// `mcp` through one MCP handshake with its stdin, stdout and stderr piped: what it logs.
+async fn mcp_stderr(extra: &[&str]) -> String {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let port = free_port().to_string();
+    let mut child = tokio::process::Command::new(binary())
+        .args(["mcp", "--port", &port])
+        .args(extra)
+        .env_remove("NO_COLOR")
+        .env("STUDIO_BRIDGE_CONFIG_DIR", support::mcp_client::empty_config_dir())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    stdin.write_all(format!("{initialize}\n").as_bytes()).await.unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    let answer = tokio::time::timeout(Duration::from_secs(20), stdout.next_line())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(answer.is_some_and(|line| line.contains("\"result\"")), "initialized");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    stdin.write_all(format!("{initialized}\n").as_bytes()).await.unwrap();
+    drop(stdin);
+    let output = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Logs carry colour only on a terminal, and rmcp's own lines only at debug (#41).
+#[tokio::test]
+async fn logs_off_a_terminal_are_plain_and_rmcp_speaks_at_debug() {
+    let quiet = mcp_stderr(&["--no-install-plugin"]).await;
+    assert!(quiet.contains("INFO"), "{quiet}");
+    assert!(!quiet.contains('\u{1b}'), "no colour into a pipe: {quiet:?}");
+    assert!(!quiet.contains("Service initialized"), "{quiet}");
+    let debug = mcp_stderr(&["--no-install-plugin", "--log-level", "debug"]).await;
+    assert!(debug.contains("Service initialized"), "rmcp's line, at debug: {debug}");
+}
+
+/// Where Studio cannot run (Linux), its absence is said once, at info: expected, not a
+/// warning on every start (#41).
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn no_studio_on_linux_is_said_once_at_info() {
+    let said = mcp_stderr(&[]).await;
+    let lines: Vec<&str> = said.lines().filter(|l| l.contains("Roblox Studio")).collect();
+    assert_eq!(lines.len(), 1, "{said}");
+    assert!(lines[0].contains(" INFO Roblox Studio does not run on Linux"), "{said}");
+    assert!(!said.contains("WARN"), "{said}");
 }

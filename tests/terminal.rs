@@ -224,6 +224,11 @@ struct Tty {
 impl Tty {
     /// Starts the terminal on a new pty, or None when this machine cannot open one.
     fn spawn(port: u16, history_dir: &std::path::Path) -> Option<Tty> {
+        Tty::spawn_command(&["terminal", "--port", &port.to_string()], history_dir)
+    }
+
+    /// `studio-bridge <args>` on a new pty.
+    fn spawn_command(args: &[&str], history_dir: &std::path::Path) -> Option<Tty> {
         // What posix_openpt does on Linux; rexpect would fail the same way further in.
         if let Err(error) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/ptmx") {
             support::missing_tool(&format!("no pseudo-terminal can be opened here (/dev/ptmx: {error})"));
@@ -231,7 +236,8 @@ impl Tty {
         }
         let mut command = std::process::Command::new(binary());
         command
-            .args(["terminal", "--port", &port.to_string()])
+            .args(args)
+            .env("STUDIO_BRIDGE_CONFIG_DIR", paired_config_dir())
             .env("NO_COLOR", "1")
             .env("TERM", "xterm")
             // The history file goes to the platform data dir: keep it out of the real one
@@ -594,4 +600,32 @@ async fn on_a_tty_a_runtime_error_saying_eof_is_reported_not_continued() {
     tty.type_line(".exit");
     assert_eq!(tty.exit_code(), 0);
     println!("--- terminal (escapes stripped)\n{}\n---", tty.seen);
+}
+
+/// On a terminal nothing waits in silence (#41): a command that waits for Studio says so
+/// on stderr, and `mcp` started by hand says what it is for.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_tty_waits_are_said_and_mcp_by_hand_explains_itself() {
+    let port = free_port().to_string();
+    let Some(mut cli) = Tty::spawn_command(&["state", "--port", &port], &temp_dir("pty-wait")) else {
+        return;
+    };
+    // No Studio: the startup grace is said, then the error.
+    // (rexpect reads bytes as Latin-1: the ellipsis is left out of the pattern.)
+    cli.expect(r"waiting for Studio to connect \(up to 3 s\)");
+    cli.expect(r"error\[no_sessions\]");
+    assert_eq!(cli.exit_code(), 1);
+
+    let Some(mut mcp) = Tty::spawn_command(
+        &["mcp", "--no-install-plugin", "--port", &free_port().to_string()],
+        &temp_dir("pty-mcp"),
+    ) else {
+        return;
+    };
+    mcp.expect(r"studio-bridge mcp speaks MCP on stdin/stdout, for an MCP client that starts it");
+    mcp.expect(r"try `studio-bridge terminal` or `studio-bridge --help`");
+    mcp.type_control('d');
+    mcp.exit_code();
+    println!("--- mcp on a terminal\n{}\n---", mcp.seen);
 }

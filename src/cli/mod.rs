@@ -4,6 +4,7 @@
 
 pub mod doctor;
 pub mod studio_probe;
+pub mod waiting;
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -416,7 +417,9 @@ pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions
         files: Some(Arc::clone(&files)),
     };
     let asked = Json::Object(args.clone());
+    let announcer = waiting::announce(&running.bridge, &parts.target, &name.replace('_', "-"));
     let outcome = command.invoke(args, parts, options.limits()).await;
+    drop(announcer);
     let mut stdout = std::io::stdout().lock();
     let status = match &outcome {
         Ok(output) => {

@@ -120,7 +120,10 @@ impl super::Render for State {
             }
             let ids: Vec<String> = [("placeId", "place"), ("gameId", "game")]
                 .iter()
-                .filter_map(|(key, word)| Some(format!("{word} {}", result.get(*key)?.as_i64()?)))
+                .filter_map(|(key, word)| Some((word, result.get(*key)?.as_i64()?)))
+                // 0: not published (Studio's own word for no id)
+                .filter(|(_, id)| *id > 0)
+                .map(|(word, id)| format!("{word} {id}"))
                 .collect();
             if !ids.is_empty() {
                 line.push_str(&format!(" ({})", ids.join(", ")));

@@ -380,8 +380,10 @@ impl Terminal {
             policy: Some(Arc::clone(&self.report)),
             files: Some(Arc::clone(&self.files)),
         };
+        let announcer = crate::cli::waiting::announce(&self.bridge, &parts.target, &dot::dot_name(command));
         let call = command.invoke(args, parts, self.limits);
         tokio::pin!(call);
+        let _announcer = announcer;
         loop {
             tokio::select! {
                 outcome = &mut call => return outcome,
