@@ -570,6 +570,38 @@ pub fn result_json(outcome: &Result<Output, ToolError>) -> Json {
 mod tests {
     use super::*;
 
+    /// The README's tools table names every tool, and its test line what the tests need.
+    #[test]
+    fn the_readme_tells_a_newcomer_the_truth() {
+        let readme = include_str!("../../README.md");
+        let table: Vec<&str> = readme
+            .lines()
+            .skip_while(|line| *line != "| tool | what for |")
+            .take_while(|line| line.starts_with('|'))
+            .collect();
+        for tool in catalogue() {
+            let cell = format!("`{}`", tool.name);
+            assert!(
+                table
+                    .iter()
+                    .any(|row| row.split('|').nth(1).is_some_and(|c| c.contains(&cell))),
+                "{} is not in the README's tools table",
+                tool.name
+            );
+        }
+        let test_line: String = readme
+            .lines()
+            .skip_while(|line| !line.starts_with("- **Test**"))
+            .take_while(|line| !line.starts_with("- **Measure**"))
+            .collect();
+        for needed in ["bash .ci/run", "Lune", "StyLua", "Selene", "Node", "Inspector", "Xvfb"] {
+            assert!(
+                test_line.contains(needed),
+                "the test line does not name {needed}: {test_line}"
+            );
+        }
+    }
+
     #[test]
     fn the_catalogue_stays_within_its_byte_budget() {
         let tools = catalogue();
