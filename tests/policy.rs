@@ -316,14 +316,14 @@ async fn the_config_file_binds_the_terminal_and_ignore_config_gets_through() {
         "a refused line fails the script: {stderr}"
     );
     assert!(
-        stderr.contains("error[permission_denied]: studio_exec is refused"),
+        stderr.contains("error[permission_denied]: .exec is refused"),
         "{stderr}"
     );
     assert!(
         stderr.contains(&format!("denied by deny_capabilities \"code\" in {}", file.display())),
         "{stderr}"
     );
-    assert!(text(&output.stdout).contains("state: Edit"), "{}", text(&output.stdout));
+    assert!(text(&output.stdout).starts_with("Edit · "), "{}", text(&output.stdout));
     assert_eq!(actions(&plugin), ["state"], "the Luau line never reached Studio");
 
     let output = terminal(&dir, port, &["--ignore-config"], "return 2\n").await;
@@ -341,13 +341,13 @@ async fn the_terminal_follows_logs_only_where_the_policy_lets_logs_read() {
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(
         stderr.contains(&format!(
-            "error[permission_denied]: studio_logs is refused by this studio-bridge's policy: denied by deny_capabilities \"read\" in {}",
+            "error[permission_denied]: .logs is refused by this studio-bridge's policy: denied by deny_capabilities \"read\" in {}",
             file.display()
         )),
         "{stderr}"
     );
     assert!(
-        stderr.contains("error[permission_denied]: studio_state is refused"),
+        stderr.contains("error[permission_denied]: .state is refused"),
         "{stderr}"
     );
     assert!(actions(&plugin).is_empty(), "{:?}", actions(&plugin));

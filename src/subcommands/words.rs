@@ -98,7 +98,10 @@ fn tools_in(surface: Surface, text: &str) -> String {
             .unwrap_or(rest.len() - at - TOOL_PREFIX.len());
         let name = rest[at + TOOL_PREFIX.len()..at + TOOL_PREFIX.len() + name_len].trim_end_matches('_');
         out.push_str(&rest[..at]);
-        match commands::find(name).filter(|_| starts_word) {
+        // A name quoted from a config file or given to a flag is the user's own text:
+        // `deny "studio_query"`, `--deny studio_exec`.
+        let quoted = out.ends_with('"') || out.ends_with("--allow ") || out.ends_with("--deny ");
+        match commands::find(name).filter(|_| starts_word && !quoted) {
             Some(command) => {
                 out.push_str(&invocation(surface, command));
                 rest = &rest[at + TOOL_PREFIX.len() + name.len()..];
@@ -279,6 +282,14 @@ mod tests {
         assert_eq!(
             terminal(Some("create"), "pass `check: false`. Check the tool's input schema."),
             "pass `--no-check`. See `.help create`."
+        );
+        // The user's own text: a config file's rule, a flag's value.
+        assert_eq!(
+            cli(
+                None,
+                "studio_query is refused: denied by deny \"studio_query\" in c.toml (--deny studio_exec)."
+            ),
+            "studio-bridge query is refused: denied by deny \"studio_query\" in c.toml (--deny studio_exec)."
         );
         // Not a tool: left alone.
         assert_eq!(
