@@ -79,6 +79,8 @@ mod real_plugin_player;
 mod real_plugin_scripts;
 #[path = "real_plugin_writes.rs"]
 mod real_plugin_writes;
+#[path = "screenshot_studio.rs"]
+mod screenshot_studio;
 #[path = "screenshot_window.rs"]
 mod screenshot_window;
 // A POSIX pseudo-terminal (rexpect, a Unix-only dev-dependency).

@@ -128,15 +128,23 @@ async fn every_tool_is_answered_by_the_real_plugin_in_edit() {
     let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
 }
 
-/// Issue #28: a 320x180 Edit viewport (within EditableImage's 1024x1024) comes from the
-/// plugin (`source: "viewport"`), unscaled at the default and scaled at a small `maxWidth`,
+/// Issue #28: in a Studio without StudioCaptureService, a 320x180 Edit viewport (within
+/// EditableImage's 1024x1024) comes from the plugin (`source: "viewport"`), unscaled at the default and scaled at a small `maxWidth`,
 /// with exactly the test Studio's pixels, scaled by nearest neighbour at pixel centres.
 #[tokio::test]
 async fn screenshot_of_a_320x180_edit_viewport_comes_from_the_plugin_with_its_pixels() {
     let rbxm = installed_plugin().await;
     let port = free_port();
     let mcp = Mcp::spawn_paired(port, &[]).await;
-    let mut studio = HeadlessStudio::start_with(port, &rbxm, "edit", &["--viewport", "320x180"]);
+    // A Studio without its own capture: the EditableImage path (the studio path is
+    // tests/screenshot_studio.rs).
+    let mut studio = HeadlessStudio::start_lacking(
+        port,
+        &rbxm,
+        "edit",
+        &["--viewport", "320x180"],
+        &["StudioCaptureService"],
+    );
     studio
         .wait_for_line("[harness] connected context=edit", Duration::from_secs(30))
         .await;
@@ -181,7 +189,7 @@ async fn screenshot_of_a_320x180_edit_viewport_comes_from_the_plugin_with_its_pi
     let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
 }
 
-/// Issue #28: at 1920x1080 the plugin does not try its path (EditableImage holds at most
+/// Issue #28: at 1920x1080, in a Studio without its own capture, the plugin does not try its path (EditableImage holds at most
 /// 1024x1024); the host takes the window path, and with no display to find a window on, the
 /// call fails saying why no window could be captured, never with an EditableImage error.
 /// (tests/screenshot_window.rs captures a real window on an X server.)
@@ -192,7 +200,14 @@ async fn at_1920x1080_with_no_window_to_capture_the_error_says_why() {
     let rbxm = installed_plugin().await;
     let port = free_port();
     let mcp = Mcp::spawn_paired_with_env(port, &[], &[("DISPLAY", None), ("WAYLAND_DISPLAY", None)]).await;
-    let mut studio = HeadlessStudio::start_with(port, &rbxm, "edit", &["--viewport", "1920x1080"]);
+    // Without Studio's own capture, which would take it (tests/screenshot_studio.rs).
+    let mut studio = HeadlessStudio::start_lacking(
+        port,
+        &rbxm,
+        "edit",
+        &["--viewport", "1920x1080"],
+        &["StudioCaptureService"],
+    );
     studio
         .wait_for_line("[harness] connected context=edit", Duration::from_secs(30))
         .await;

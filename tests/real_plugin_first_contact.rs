@@ -123,6 +123,26 @@ async fn doctor_studio_names_what_is_missing_and_passes_on_a_complete_studio() {
         "a complete Studio passes: {failed:?}"
     );
     assert_eq!(probe(&report, MULTIPLAYER)["status"], "ok", "{report}");
+    // Which way screenshots go (#46): Studio's own capture is there, its permission not
+    // yet asked (a probe never asks), and no test capture made without it.
+    let capture = &report["captures"][0];
+    assert_eq!(capture["context"], "edit", "{report}");
+    assert_eq!(capture["service"], true, "{capture}");
+    assert_eq!(capture["permission"], "unasked", "{capture}");
+    assert!(capture.get("tiny").is_none(), "{capture}");
+    // Once a screenshot asked and was allowed, the probe's tiny capture runs.
+    assert_eq!(
+        mcp.ok("studio_screenshot", json!({"maxWidth": 16})).await["source"],
+        "studio"
+    );
+    let (_, report) = doctor_studio(port, &[]).await;
+    let capture = &report["captures"][0];
+    assert_eq!(
+        (capture["path"].as_str(), capture["permission"].as_str()),
+        (Some("studio"), Some("granted")),
+        "{capture}"
+    );
+    assert_eq!(capture["tiny"]["ok"], true, "{capture}");
 
     // --play: the probes again in a Play test's server and client, started and stopped by
     // doctor; the client's input and GUI members are checked there.
@@ -146,6 +166,13 @@ async fn doctor_studio_names_what_is_missing_and_passes_on_a_complete_studio() {
         Some(json!("ok")),
         "the client's members are probed in the client: {report}"
     );
+    let contexts: Vec<&str> = report["captures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["context"].as_str())
+        .collect();
+    assert_eq!(contexts, ["edit", "server", "client"], "{report}");
     assert_eq!(
         mcp.ok("studio_state", json!({})).await["state"],
         "Edit",

@@ -192,7 +192,14 @@ async fn at_1920x1080_the_studio_window_is_captured_with_its_pixels() {
     let rbxm = installed_plugin().await;
     let port = free_port();
     let mcp = Mcp::spawn_paired_with_env(port, &[], &[("DISPLAY", Some(&xvfb.display))]).await;
-    let mut studio = HeadlessStudio::start_with(port, &rbxm, "edit", &["--viewport", "1920x1080"]);
+    // Without Studio's own capture, which would take it (tests/screenshot_studio.rs).
+    let mut studio = HeadlessStudio::start_lacking(
+        port,
+        &rbxm,
+        "edit",
+        &["--viewport", "1920x1080"],
+        &["StudioCaptureService"],
+    );
     studio
         .wait_for_line("[harness] connected context=edit", Duration::from_secs(30))
         .await;
@@ -239,9 +246,10 @@ async fn at_1920x1080_the_studio_window_is_captured_with_its_pixels() {
     let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
 }
 
-/// In Play the plugin never captures (a Play client's captures come back black): a call to
-/// the client, and one to the edit DataModel while the test runs, both come back from the
-/// Studio window, said to be so (`reason: "play"`).
+/// In Play, without Studio's own capture, the plugin does not capture (a Play client's
+/// EditableImage captures come back black): a call to the client, and one to the edit
+/// DataModel while the test runs, both come back from the Studio window, said to be so
+/// (`reason: "play"`).
 #[tokio::test]
 async fn in_play_the_studio_window_is_captured_for_client_and_edit() {
     let Some(xvfb) = Xvfb::start() else { return };
@@ -251,7 +259,13 @@ async fn in_play_the_studio_window_is_captured_for_client_and_edit() {
     let rbxm = installed_plugin().await;
     let port = free_port();
     let mcp = Mcp::spawn_paired_with_env(port, &[], &[("DISPLAY", Some(&xvfb.display))]).await;
-    let mut studio = HeadlessStudio::start_with(port, &rbxm, "play", &["--viewport", "320x180"]);
+    let mut studio = HeadlessStudio::start_lacking(
+        port,
+        &rbxm,
+        "play",
+        &["--viewport", "320x180"],
+        &["StudioCaptureService"],
+    );
     studio.wait_connected(&["edit", "server", "client"]).await;
     for context in ["client", "edit"] {
         let shot = mcp.call("studio_screenshot", json!({"context": context})).await;

@@ -71,6 +71,71 @@ pub(super) async fn b4(plan: &Plan, report: &mut Report) -> anyhow::Result<()> {
     }
     drop(plugin);
     server.stop().await;
+    b4_studio(plan, report).await
+}
+
+/// B4, the studio path (issue #46): the real plugin under Lune with the test Studio's
+/// StudioCaptureService at a 1920×1080 viewport, asked at the default width: the plugin
+/// scales with ScaleAsync and sends 1280×720 RGBA, which the host encodes. The whole call
+/// at the client, plugin time included. Lune's Luau interprets what Studio may compile, and
+/// the model's capture and scaling are Luau where Studio's are native, so this is an upper
+/// bound on the plugin's share (TESTING.md; docs/benchmark.md says what Lune cannot tell).
+async fn b4_studio(plan: &Plan, report: &mut Report) -> anyhow::Result<()> {
+    let what = "studio path under Lune (1920×1080 captured, 1280 sent): whole call at the client";
+    let Some(lune) = super::b8::lune_binary() else {
+        report.unavailable("B4", what, "Lune is not installed (bash .ci/run installs it)");
+        return Ok(());
+    };
+    eprintln!("B4: the studio path, the real plugin under Lune");
+    let port = free_port();
+    let server = Server::spawn("b4-studio", port, &[], false).await?;
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut studio = Command::new(&lune)
+        .args([
+            "run",
+            "tests/lune/studio.luau",
+            "--",
+            "--quiet",
+            "--viewport",
+            "1920x1080",
+        ])
+        .args(["--port", &port.to_string()])
+        .current_dir(repo)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .context("start the test Studio under Lune")?;
+    let call = CallToolRequestParams::new("studio_screenshot");
+    // The plugin connects within a few seconds; its first screenshot asks the permission.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let outcome = server.client.call_tool(call.clone()).await?;
+        if outcome.is_error != Some(true) {
+            let result = outcome.structured_content.clone().unwrap_or_default();
+            if result["source"] != "studio" || result["width"] != 1280 {
+                bail!("B4 studio: not Studio's own capture at 1280 wide: {result}");
+            }
+            break;
+        }
+        if Instant::now() > deadline {
+            bail!("B4 studio: no screenshot within 30 s: {outcome:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let mut total = Vec::new();
+    for _ in 0..plan.runs {
+        let started = Instant::now();
+        let outcome = server.client.call_tool(call.clone()).await?;
+        total.push(started.elapsed().as_secs_f64() * 1e3);
+        if outcome.is_error == Some(true) {
+            bail!("B4 studio: {outcome:?}");
+        }
+    }
+    report.row("B4", what, total, Unit::Millis, Target::None);
+    let _ = studio.kill().await;
+    server.stop().await;
     Ok(())
 }
 

@@ -98,7 +98,7 @@ async fn b8_codec(plan: &Plan, lune: &Path, repo: &Path, report: &mut Report) {
 }
 
 /// Lune: `$LUNE`, else on PATH, else where `.ci/run` installs it.
-fn lune_binary() -> Option<PathBuf> {
+pub(super) fn lune_binary() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("LUNE") {
         return Some(PathBuf::from(path));
     }

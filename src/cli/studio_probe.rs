@@ -72,6 +72,7 @@ pub async fn run(matches: &ArgMatches, options: &HostOptions) -> ExitCode {
 async fn report(bridge: &Bridge, target: &Target, play: bool, options: &HostOptions) -> Result<Json, ToolError> {
     let mut report = probe(bridge, target).await?;
     mark(&mut report, "edit");
+    collect_capture(&mut report, None, "edit");
     if !play {
         return Ok(report);
     }
@@ -96,12 +97,14 @@ async fn report(bridge: &Bridge, target: &Target, play: bool, options: &HostOpti
         }
         Err(error) => in_play.push((Context::Server, Err(error))),
     }
+    let mut captures = Vec::new();
     let probes = report["probes"].as_array_mut().expect("marked above");
     for (context, outcome) in in_play {
         match outcome {
             Ok(mut inside) => {
                 mark(&mut inside, context.as_str());
                 probes.extend(inside["probes"].as_array().cloned().unwrap_or_default());
+                captures.push((context, inside.get("capture").cloned()));
             }
             Err(error) => probes.push(json!({
                 "name": "play",
@@ -112,7 +115,56 @@ async fn report(bridge: &Bridge, target: &Target, play: bool, options: &HostOpti
             })),
         }
     }
+    for (context, capture) in captures {
+        if let Some(capture) = capture {
+            collect_capture(&mut report, Some(capture), context.as_str());
+        }
+    }
     Ok(report)
+}
+
+/// Moves a probe run's `capture` (which path `screenshot` takes there, issue #46) into the
+/// report's `captures`, marked with its DataModel: `{context, path, service, canCapture?,
+/// permission, tiny?}`. A plugin from before #46 has none.
+fn collect_capture(report: &mut Json, capture: Option<Json>, context: &str) {
+    let capture = capture.or_else(|| report.as_object_mut().and_then(|r| r.remove("capture")));
+    let Some(Json::Object(mut capture)) = capture else {
+        return;
+    };
+    capture.insert("context".into(), Json::String(context.to_owned()));
+    match report.get_mut("captures").and_then(Json::as_array_mut) {
+        Some(captures) => captures.push(Json::Object(capture)),
+        None => report["captures"] = Json::Array(vec![Json::Object(capture)]),
+    }
+}
+
+/// Which way `screenshot` goes in one DataModel, in a line: the path, the permission, and
+/// the tiny capture's outcome.
+fn capture_line(capture: &Json) -> String {
+    let text = |value: &Json| escape_controls(value.as_str().unwrap_or("?")).into_owned();
+    let permission = capture["permission"].as_str().unwrap_or("unavailable");
+    let mut line = match capture["path"].as_str().unwrap_or("?") {
+        "studio" => "Studio's own capture (StudioCaptureService)".to_owned(),
+        "none" => "refused: the screenshot permission was refused; allow it in Studio's Plugin Management (Manage Plugins), then take a screenshot again".to_owned(),
+        "viewport" => "the viewport (EditableImage, up to 1024×1024)".to_owned(),
+        "window" => "the Studio window, through the operating system".to_owned(),
+        other => escape_controls(other).into_owned(),
+    };
+    if capture["service"] == true && permission == "unasked" {
+        line.push_str("; Studio's own capture once its permission is allowed (asked at the first screenshot)");
+    } else if capture["service"] != true && capture["path"] != "none" {
+        line.push_str("; this Studio has no StudioCaptureService");
+    }
+    match capture.get("tiny") {
+        Some(tiny) if tiny["ok"] == true => {
+            line.push_str(&format!("; a {}×{} test capture worked", tiny["width"], tiny["height"]))
+        }
+        Some(tiny) if tiny["ok"] == false => {
+            line.push_str(&format!("; a test capture failed: {}", text(&tiny["error"])))
+        }
+        _ => {}
+    }
+    format!("screenshots [{}]: {line}\n", text(&capture["context"]))
 }
 
 /// One run of the plugin's `probe` action, its result as the contract has it.
@@ -188,6 +240,9 @@ fn human(report: &Json, style: Style) -> String {
         text(&report["plugin"]["version"]),
         text(&report["plugin"]["sha256"]),
     ));
+    for capture in report["captures"].as_array().into_iter().flatten() {
+        out.push_str(&capture_line(capture));
+    }
     let probes = report["probes"].as_array().cloned().unwrap_or_default();
     let width = probes
         .iter()
@@ -232,4 +287,42 @@ fn human(report: &Json, style: Style) -> String {
         ),
     });
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn which_way_screenshots_go_reads_in_a_line() {
+        let mut report = json!({"probes": [], "capture": {"path": "studio", "service": true, "canCapture": true,
+            "permission": "granted", "tiny": {"ok": true, "width": 16, "height": 9}}});
+        collect_capture(&mut report, None, "edit");
+        collect_capture(
+            &mut report,
+            Some(json!({"path": "window", "service": false, "permission": "unavailable"})),
+            "client",
+        );
+        assert!(report.get("capture").is_none(), "{report}");
+        let lines: Vec<String> = report["captures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(capture_line)
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "screenshots [edit]: Studio's own capture (StudioCaptureService); a 16×9 test capture worked\n",
+                "screenshots [client]: the Studio window, through the operating system; this Studio has no StudioCaptureService\n",
+            ]
+        );
+        let unasked = json!({"context": "edit", "path": "viewport", "service": true, "canCapture": false, "permission": "unasked"});
+        assert_eq!(
+            capture_line(&unasked),
+            "screenshots [edit]: the viewport (EditableImage, up to 1024×1024); Studio's own capture once its permission is allowed (asked at the first screenshot)\n"
+        );
+        let refused = json!({"context": "edit", "path": "none", "service": true, "permission": "refused"});
+        assert!(capture_line(&refused).contains("refused: the screenshot permission was refused"));
+    }
 }

@@ -1,11 +1,15 @@
-//! `screenshot`: what Studio shows, as a PNG image block, by one of two paths.
+//! `screenshot`: what Studio shows, as a PNG image block, by the first of three paths that
+//! works (TOOLS.md, "Studio's own capture").
 //!
-//! The viewport path: the plugin captures an Edit viewport within the 1024×1024 an
-//! EditableImage can hold and sends raw RGBA (it has no PNG encoder). The window path: for a
-//! Play context, a larger viewport, or a capture the engine refused, the plugin reports its
-//! place name instead, and the host captures the Studio window through the operating system
-//! (`crate::capture`). Either way the host scales anything wider than `maxWidth`, encodes the
-//! PNG with a fast setting, says which path ran (`source`), and flags a one-colour image.
+//! The studio path: Studio's own capture (StudioCaptureService), where the engine has it and
+//! lets the plugin capture, in the edit DataModel and in Play clients, at any size; the
+//! plugin sends raw RGBA already scaled to `maxWidth` (it has no PNG encoder). The viewport
+//! path, for a Studio without it: the plugin captures an Edit viewport within the 1024×1024
+//! an EditableImage can hold. The window path, last: for a Play context, a larger viewport,
+//! or a capture the engine refused, the plugin reports its place name instead, and the host
+//! captures the Studio window through the operating system (`crate::capture`). Either way
+//! the host scales anything wider than `maxWidth`, encodes the PNG with a fast setting,
+//! says which path ran (`source`), and flags a one-colour image.
 
 use std::time::Duration;
 
@@ -37,7 +41,9 @@ fn default_max_width() -> u32 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum Source {
-    /// The plugin's capture of the 3D viewport.
+    /// Studio's own capture (StudioCaptureService), tried first.
+    Studio,
+    /// The plugin's capture of the 3D viewport through an EditableImage.
     Viewport,
     /// The whole Studio window, captured by the host through the operating system.
     Window,
@@ -54,7 +60,8 @@ pub struct ScreenshotResult {
     pub blank: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
-    /// Why the window was captured: `play`, `viewport_too_large` or `editable_image_refused`.
+    /// Why the window was captured: `play`, `viewport_too_large`, `editable_image_refused`
+    /// or `capture_unavailable`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// The captured window's title.
@@ -72,7 +79,7 @@ impl Command for Screenshot {
     type Result = ScreenshotResult;
     const SPEC: Spec = Spec {
         name: "screenshot",
-        description: "Capture the viewport (or Studio's window in Play) as a PNG.",
+        description: "Capture what Studio shows as a PNG: its own capture, else the viewport or window.",
         needs_session: true,
         default_context: Context::Edit,
         timeout: Duration::from_secs(15),
@@ -101,7 +108,7 @@ impl Command for Screenshot {
         let max_width = args.max_width;
         let work = tokio::task::spawn_blocking(move || match PluginReply::parse(&result)? {
             // The pixels are read where they lie in the plugin's frame, not copied out.
-            PluginReply::Pixels(image) => finish(image, max_width, Source::Viewport, None, None),
+            PluginReply::Pixels(image, source) => finish(image, max_width, source, None, None),
             PluginReply::Window(report) => {
                 let frame = crate::capture::capture_studio_window(&report.place_name).map_err(|e| report.error(e))?;
                 let image = Pixels {
@@ -159,7 +166,7 @@ fn finish(
 
 fn blank_hint(source: Source) -> &'static str {
     match source {
-        Source::Viewport => {
+        Source::Studio | Source::Viewport => {
             "Every pixel is the same colour: the viewport may be empty or not drawn yet. Point the camera at something, or retry once the place has loaded."
         }
         #[cfg(target_os = "macos")]
@@ -173,9 +180,10 @@ fn blank_hint(source: Source) -> &'static str {
     }
 }
 
-/// What the plugin answered: pixels, or why it left the capture to the host.
+/// What the plugin answered: pixels and the path that took them, or why it left the
+/// capture to the host.
 enum PluginReply<'a> {
-    Pixels(Pixels<'a>),
+    Pixels(Pixels<'a>, Source),
     Window(WindowReport),
 }
 
@@ -188,12 +196,16 @@ struct WindowReport {
     viewport_width: u32,
     viewport_height: u32,
     editable_image_error: Option<String>,
+    /// Why a Studio without CaptureService:CaptureScreenshot could not (the engine's words).
+    capture_error: Option<String>,
+    /// Why Studio's own capture was tried and failed, where it was.
+    studio_capture_error: Option<String>,
 }
 
 impl WindowReport {
     /// Why the plugin did not capture, in words.
     fn why(&self) -> String {
-        match self.reason.as_str() {
+        let why = match self.reason.as_str() {
             "play" => format!(
                 "the {} DataModel is in a playtest, where the plugin's captures come back black",
                 self.context
@@ -208,7 +220,15 @@ impl WindowReport {
                 self.viewport_height,
                 self.editable_image_error.as_deref().unwrap_or("no reason given")
             ),
+            "capture_unavailable" => format!(
+                "this Studio has no CaptureService:CaptureScreenshot ({})",
+                self.capture_error.as_deref().unwrap_or("no reason given")
+            ),
             other => format!("the plugin said \"{other}\""),
+        };
+        match &self.studio_capture_error {
+            Some(studio) => format!("{why}; Studio's own capture failed first: {studio}"),
+            None => why,
         }
     }
 
@@ -233,6 +253,8 @@ impl WindowReport {
             "viewportWidth": self.viewport_width,
             "viewportHeight": self.viewport_height,
             "editableImageError": self.editable_image_error,
+            "captureError": self.capture_error,
+            "studioCaptureError": self.studio_capture_error,
         }))
     }
 }
@@ -250,6 +272,8 @@ impl<'a> PluginReply<'a> {
         let mut height = None;
         let mut rgba = None;
         let mut window = false;
+        // A plugin from before StudioCaptureService says no source: its pixels are the viewport's.
+        let mut source = Source::Viewport;
         let mut report = WindowReport::default();
         for _ in 0..count {
             let key = match reader.next_token().map_err(malformed)? {
@@ -278,12 +302,26 @@ impl<'a> PluginReply<'a> {
                     }
                 }
                 b"capture" => window = matches!(value, Token::Str(b"window")),
+                b"source" => {
+                    source = match value {
+                        Token::Str(b"studio") => Source::Studio,
+                        Token::Str(b"viewport") => Source::Viewport,
+                        _ => {
+                            return Err(bad_result(
+                                "screenshot",
+                                "its pixels' source is neither studio nor viewport",
+                            ));
+                        }
+                    }
+                }
                 b"reason" => report.reason = text().unwrap_or_default(),
                 b"context" => report.context = text().unwrap_or_default(),
                 b"placeName" => report.place_name = text().unwrap_or_default(),
                 b"viewportWidth" => report.viewport_width = as_dimension(value).unwrap_or(0),
                 b"viewportHeight" => report.viewport_height = as_dimension(value).unwrap_or(0),
                 b"editableImageError" => report.editable_image_error = text(),
+                b"captureError" => report.capture_error = text(),
+                b"studioCaptureError" => report.studio_capture_error = text(),
                 _ => {}
             }
         }
@@ -307,7 +345,7 @@ impl<'a> PluginReply<'a> {
                 &format!("{width}×{height} does not match {} RGBA bytes", rgba.len()),
             ));
         }
-        Ok(PluginReply::Pixels(Pixels { width, height, rgba }))
+        Ok(PluginReply::Pixels(Pixels { width, height, rgba }, source))
     }
 }
 
@@ -342,6 +380,7 @@ impl super::Render for Screenshot {
     fn render(_args: &Json, result: &Json, _out: Style, err: Style) -> Option<Rendered> {
         let mut rendered = Rendered::default();
         let source = match result.get("source")?.as_str()? {
+            "studio" => "Studio's own capture".to_owned(),
             "window" => "the Studio window".to_owned(),
             other => format!("the {}", clean(other)),
         };
@@ -376,9 +415,35 @@ mod tests {
         ]))
     }
 
+    /// Studio's own capture says so; an older plugin's pixels are the viewport's; any
+    /// other source is a bad result, not a guess.
+    #[test]
+    fn the_pixels_say_which_path_took_them() {
+        let with_source = |source: &str| {
+            RawValue::encode(&Msgpack::Map(vec![
+                ("width".into(), 1.into()),
+                ("height".into(), 1.into()),
+                ("rgba".into(), Msgpack::Binary(vec![0; 4])),
+                ("source".into(), source.into()),
+            ]))
+        };
+        assert!(matches!(
+            PluginReply::parse(&with_source("studio")),
+            Ok(PluginReply::Pixels(_, Source::Studio))
+        ));
+        assert!(matches!(
+            PluginReply::parse(&with_source("viewport")),
+            Ok(PluginReply::Pixels(_, Source::Viewport))
+        ));
+        assert!(PluginReply::parse(&with_source("window")).is_err());
+    }
+
     #[test]
     fn dimensions_must_match_the_payload_without_overflow() {
-        assert!(matches!(PluginReply::parse(&raw(2, 3, 24)), Ok(PluginReply::Pixels(_))));
+        assert!(matches!(
+            PluginReply::parse(&raw(2, 3, 24)),
+            Ok(PluginReply::Pixels(_, Source::Viewport))
+        ));
         assert!(PluginReply::parse(&raw(2, 3, 23)).is_err());
         assert!(PluginReply::parse(&raw(0, 3, 0)).is_err());
         // 2^32-1 squared times 4 does not fit in 64 bits: refused, not wrapped.

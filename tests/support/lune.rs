@@ -78,9 +78,23 @@ impl HeadlessStudio {
     /// (`Class.Member`), as an older Studio, or one with a feature switched off, presents
     /// them (tests/lune/lib/Studio.luau, `STUDIO_BRIDGE_TEST_MISSING`).
     pub fn start_lacking(port: u16, rbxm: &Path, context: &str, extra: &[&str], missing: &[&str]) -> HeadlessStudio {
+        HeadlessStudio::start_configured(port, rbxm, context, extra, missing, &[])
+    }
+
+    /// [`HeadlessStudio::start_lacking`] with the test Studio's own settings in its
+    /// environment (`STUDIO_BRIDGE_TEST_CAPTURE_PERMISSION`, tests/lune/lib/StudioCapture.luau).
+    pub fn start_configured(
+        port: u16,
+        rbxm: &Path,
+        context: &str,
+        extra: &[&str],
+        missing: &[&str],
+        env: &[(&str, &str)],
+    ) -> HeadlessStudio {
         let mut child = Command::new(lune())
             .current_dir(repo())
             .env("STUDIO_BRIDGE_TEST_MISSING", missing.join(","))
+            .envs(env.iter().copied())
             .args([
                 "run",
                 "tests/lune/studio.luau",
