@@ -262,3 +262,99 @@ async fn line_and_find_edits_are_checked_as_the_new_source_and_dry_run_writes_no
 
     let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
 }
+
+/// Big places (#42; TOOLS.md, "Big places"): a cut `find` or `script_search` says how far it
+/// got (`scanned`) and where to go on (`resumeAfter`); passed back, the next call continues
+/// the same walk after it, and the pages together are the whole answer, each match once.
+#[tokio::test]
+async fn a_cut_find_and_search_go_on_where_they_stopped() {
+    let (_rbxm, mcp, _studio) = edit_studio().await;
+    let made = support::studio::run_luau(
+        &mcp,
+        r#"local folder = Instance.new("Folder")
+        folder.Name = "Big"
+        for i = 1, 7 do
+            local part = Instance.new("Part")
+            part.Name = "P" .. i
+            part.Parent = folder
+            local script = Instance.new("Script")
+            script.Name = "S" .. i
+            script.Source = "-- needle " .. i .. "\nprint('needle')\n"
+            script.Parent = folder
+        end
+        folder.Parent = workspace
+        return #folder:GetChildren()"#,
+    )
+    .await;
+    assert_eq!(made, json!(14));
+
+    let whole = mcp
+        .ok("studio_find", json!({"root": "Workspace.Big", "className": "Part"}))
+        .await;
+    let all: Vec<String> = whole["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["path"].to_string())
+        .collect();
+    assert_eq!(all.len(), 7, "{whole}");
+    assert_eq!(whole["truncated"], false, "{whole}");
+
+    let mut pages: Vec<String> = Vec::new();
+    let mut args = json!({"root": "Workspace.Big", "className": "Part", "limit": 3});
+    for round in 0.. {
+        let page = exchange(&mcp, "studio_find", args.clone()).await;
+        pages.extend(
+            page["matches"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m["path"].to_string()),
+        );
+        if page["truncated"] != true {
+            assert!(page.get("resumeAfter").is_none(), "{page}");
+            break;
+        }
+        assert!(page["scanned"].as_u64().is_some_and(|n| n > 0), "{page}");
+        let resume = page["resumeAfter"].as_str().expect("a cut find says where to go on");
+        args["resumeAfter"] = json!(resume);
+        assert!(round < 5, "the pages end");
+    }
+    assert_eq!(pages, all, "the pages are the whole answer, in order, each once");
+
+    let whole = mcp
+        .ok(
+            "studio_script_search",
+            json!({"query": "needle", "root": "Workspace.Big"}),
+        )
+        .await;
+    let count = whole["matches"].as_array().unwrap().len();
+    assert_eq!(count, 14, "{whole}");
+    let mut seen = std::collections::BTreeSet::new();
+    let mut args = json!({"query": "needle", "root": "Workspace.Big", "limit": 4});
+    for round in 0.. {
+        let page = exchange(&mcp, "studio_script_search", args.clone()).await;
+        for found in page["matches"].as_array().unwrap() {
+            seen.insert((found["path"].to_string(), found["line"].as_u64()));
+        }
+        if page["truncated"] != true {
+            break;
+        }
+        args["resumeAfter"] = json!(page["resumeAfter"].as_str().expect("where to go on"));
+        assert!(round < 10, "the pages end");
+    }
+    assert_eq!(seen.len(), count, "every line found, across the pages");
+
+    // A path that is gone: the error says so and what to do.
+    let error = mcp
+        .err(
+            "studio_find",
+            json!({"root": "Workspace.Big", "className": "Part", "resumeAfter": "Workspace.Big.Nope"}),
+        )
+        .await;
+    assert_eq!(error["code"], "not_found", "{error}");
+    assert!(
+        error["message"].as_str().unwrap().contains("without resumeAfter"),
+        "{error}"
+    );
+}

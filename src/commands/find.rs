@@ -36,6 +36,10 @@ pub struct FindArgs {
     #[serde(default = "default_limit")]
     #[schemars(range(max = 10_000))]
     pub limit: u32,
+    // From a cut result: continue the same walk after this path (TOOLS.md, "Big places").
+    // No doc comment: the name says it, and the catalogue's budget is for what does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_after: Option<String>,
 }
 
 fn default_root() -> String {
@@ -50,8 +54,14 @@ fn default_limit() -> u32 {
 pub struct FindResult {
     /// Depth-first pre-order: a parent before its children.
     pub matches: Vec<FindMatch>,
-    /// True when `limit` cut the list.
+    /// True when `limit` or the deadline cut the list.
     pub truncated: bool,
+    /// How many instances this answer covers, in walk order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scanned: Option<u64>,
+    /// When cut: the path to pass back as `resumeAfter` to go on from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_after: Option<String>,
 }
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
@@ -90,6 +100,10 @@ impl Command for Find {
             ("tag", "Instances with this CollectionService tag"),
             ("attribute", "Instances with this attribute"),
             ("limit", "At most this many matches"),
+            (
+                "resumeAfter",
+                "From a cut result (its resumeAfter): go on after this path",
+            ),
         ],
     };
     const FILES: Files = Files {

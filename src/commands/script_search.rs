@@ -27,6 +27,10 @@ pub struct ScriptSearchArgs {
     #[serde(default = "default_limit")]
     #[schemars(range(max = 10_000))]
     pub limit: u32,
+    // From a cut result: continue the same walk after this path (TOOLS.md, "Big places").
+    // No doc comment: the name says it, and the catalogue's budget is for what does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_after: Option<String>,
 }
 
 fn default_root() -> String {
@@ -41,8 +45,14 @@ fn default_limit() -> u32 {
 pub struct ScriptSearchResult {
     /// Scripts in depth-first pre-order, then line order.
     pub matches: Vec<ScriptMatch>,
-    /// True when `limit` cut the list.
+    /// True when `limit` or the deadline cut the list.
     pub truncated: bool,
+    /// How many scripts this answer covers, in walk order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scanned: Option<u64>,
+    /// When cut: the path to pass back as `resumeAfter` to go on from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_after: Option<String>,
 }
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
@@ -81,6 +91,10 @@ impl Command for ScriptSearch {
             ("caseSensitive", "Match case"),
             ("root", "Search scripts under this instance only"),
             ("limit", "At most this many matches"),
+            (
+                "resumeAfter",
+                "From a cut result (its resumeAfter): go on after this path",
+            ),
         ],
     };
     const FILES: Files = Files {
