@@ -55,8 +55,9 @@ async fn tools_are_listed_in_a_stable_order_with_schemas_and_annotations() {
         let exec = tool.name == "studio_exec" || tool.name == "studio_test_run";
         let destructive = exec || tool.name == "studio_delete";
         assert_eq!(annotations.destructive_hint == Some(true), destructive, "{}", tool.name);
-        // exec, and insert_asset, which fetches from Roblox's asset servers, reach beyond Studio.
-        let open_world = exec || tool.name == "studio_insert_asset";
+        // exec, insert_asset, which fetches from Roblox's asset servers, and asset_search,
+        // which searches the Creator Store, reach beyond Studio.
+        let open_world = exec || tool.name == "studio_insert_asset" || tool.name == "studio_asset_search";
         assert_eq!(annotations.open_world_hint == Some(true), open_world, "{}", tool.name);
     }
     let exec = first.iter().find(|t| t.name == "studio_exec").unwrap();

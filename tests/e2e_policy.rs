@@ -107,6 +107,7 @@ async fn deny_wins_over_allow_and_each_refusal_names_its_rule() {
         [
             "studio_sessions",
             "studio_state",
+            "studio_stats",
             "studio_screenshot",
             "studio_selection"
         ]

@@ -65,6 +65,8 @@ mod real_plugin_files;
 mod real_plugin_first_contact;
 #[path = "real_plugin_lint.rs"]
 mod real_plugin_lint;
+#[path = "real_plugin_long_tail.rs"]
+mod real_plugin_long_tail;
 #[path = "real_plugin_operations.rs"]
 mod real_plugin_operations;
 #[path = "real_plugin_pairing.rs"]

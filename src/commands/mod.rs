@@ -3,6 +3,7 @@
 //! [`ALL`], and one Luau action in the plugin; nothing else.
 
 pub mod api;
+pub mod asset_search;
 pub mod bound;
 mod call;
 pub mod character;
@@ -27,6 +28,7 @@ pub mod script_search;
 pub mod selection;
 pub mod sessions;
 pub mod state;
+pub mod stats;
 pub mod target;
 pub mod test_run;
 pub mod ui;
@@ -443,6 +445,7 @@ pub static ALL: &[&dyn DynCommand] = &[
     erased::<target::TargetCommand>(),
     erased::<api::Api>(),
     erased::<state::State>(),
+    erased::<stats::Stats>(),
     erased::<logs::Logs>(),
     erased::<query::Query>(),
     erased::<find::Find>(),
@@ -461,6 +464,7 @@ pub static ALL: &[&dyn DynCommand] = &[
     erased::<create::Create>(),
     erased::<update::Update>(),
     erased::<insert_asset::InsertAsset>(),
+    erased::<asset_search::AssetSearch>(),
     erased::<input::Input>(),
     erased::<ui::Ui>(),
     erased::<character::Character>(),
@@ -768,6 +772,21 @@ mod tests {
                 "",
             ),
             (
+                "asset_search",
+                json!({"assets": [{"id": 4242, "name": "Crate", "creator": "Tests"}], "page": 1}),
+                "ID    NAME   CREATOR\n4242  Crate  Tests\n",
+                "page 1; --page 2 for more\n",
+            ),
+            (
+                "stats",
+                json!({"memory": {"totalMb": 812.25, "byTag": {"Gui": 3, "Script": 9}},
+                       "instances": {"total": 7, "byClass": [{"className": "Part", "count": 4}]},
+                       "scripts": {"total": 1, "byKind": {"Script": 1}, "enabled": 1},
+                       "network": {"dataSendKbps": 2.5}, "unavailable": ["Stats.HeartbeatTime"], "sources": {}}),
+                "memory: 812.3 MB\n  Script                   9 MB\n  Gui                      3 MB\ninstances: 7\n  CLASS  COUNT\n  Part   4\nscripts: 1 (1 enabled)\nnetwork: dataSendKbps 2.5\n",
+                "not exposed by this Studio here: Stats.HeartbeatTime\n",
+            ),
+            (
                 "target",
                 json!({"sessions": []}),
                 "no default: calls that name no session need one Studio open\nno sessions: no Studio has the studio-bridge plugin connected\n",
@@ -874,6 +893,7 @@ mod tests {
             ("target", &["read"]),
             ("api", &["read"]),
             ("state", &["read"]),
+            ("stats", &["read"]),
             ("logs", &["read"]),
             ("query", &["read"]),
             ("find", &["read"]),
@@ -892,6 +912,7 @@ mod tests {
             ("create", &["write"]),
             ("update", &["write"]),
             ("insert_asset", &["write", "assets"]),
+            ("asset_search", &["read"]),
             ("input", &["play"]),
             ("ui", &["read"]),
             ("character", &["play"]),

@@ -199,8 +199,9 @@ pub fn catalogue_bytes(tool: &Tool) -> usize {
     serde_json::to_string(&seen).map_or(0, |s| s.len())
 }
 
-/// The whole catalogue's budget in bytes ([`catalogue_bytes`] summed over every tool).
-pub const CATALOGUE_BUDGET: usize = 12_000;
+/// The whole catalogue's budget in bytes ([`catalogue_bytes`] summed over every tool): 12,000
+/// for the 25 tools of #41, 14,000 with the long tail's (#44), 16,000 with Open Cloud's (#45).
+pub const CATALOGUE_BUDGET: usize = 14_000;
 
 /// The most one tool may cost.
 pub const TOOL_BUDGET: usize = 950;

@@ -60,6 +60,7 @@ mod tests {
                 "studio_target",
                 "studio_api",
                 "studio_state",
+                "studio_stats",
                 "studio_logs",
                 "studio_query",
                 "studio_find",
@@ -67,6 +68,7 @@ mod tests {
                 "studio_script_read",
                 "studio_script_search",
                 "studio_selection",
+                "studio_asset_search",
                 "studio_ui",
             ]
         );

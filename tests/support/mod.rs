@@ -12,11 +12,12 @@ pub mod studio;
 use std::time::{Duration, Instant};
 
 /// Every tool, in the order `tools/list` gives them.
-pub const TOOLS: [&str; 25] = [
+pub const TOOLS: [&str; 27] = [
     "studio_sessions",
     "studio_target",
     "studio_api",
     "studio_state",
+    "studio_stats",
     "studio_logs",
     "studio_query",
     "studio_find",
@@ -35,6 +36,7 @@ pub const TOOLS: [&str; 25] = [
     "studio_create",
     "studio_update",
     "studio_insert_asset",
+    "studio_asset_search",
     "studio_input",
     "studio_ui",
     "studio_character",
