@@ -10,20 +10,8 @@ use std::time::Duration;
 use support::free_port;
 use support::lune::HeadlessStudio;
 use support::mcp_client::{binary, paired_config_dir};
-use support::studio::installed_plugin;
-use tokio::process::{Child, Command};
-
-fn serve(port: u16) -> Child {
-    Command::new(binary())
-        .args(["serve", "--no-install-plugin", "--port", &port.to_string()])
-        .env("STUDIO_BRIDGE_CONFIG_DIR", paired_config_dir())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap()
-}
+use support::studio::{installed_plugin, serve};
+use tokio::process::Command;
 
 /// `studio-bridge <args> --port P`: (exit code, stdout, stderr).
 async fn cli(port: u16, args: &[&str]) -> (Option<i32>, String, String) {

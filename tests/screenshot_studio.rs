@@ -9,27 +9,11 @@ use crate::support;
 
 use std::time::Duration;
 
-use base64::Engine as _;
 use serde_json::json;
 use support::free_port;
 use support::lune::HeadlessStudio;
 use support::mcp_client::Mcp;
-use support::studio::{installed_plugin, run_luau};
-
-/// The RGB pixels of a result's image block, checked to be an RGB PNG of `size`.
-fn rgb_pixels(shot: &rmcp::model::CallToolResult, size: (u32, u32)) -> Vec<u8> {
-    let image = shot.content.iter().find_map(|c| c.as_image()).expect("an image block");
-    let png = base64::engine::general_purpose::STANDARD.decode(&image.data).unwrap();
-    let mut reader = png::Decoder::new(std::io::Cursor::new(png)).read_info().unwrap();
-    let mut pixels = vec![0; reader.output_buffer_size().unwrap()];
-    let frame = reader.next_frame(&mut pixels).unwrap();
-    assert_eq!(
-        (frame.width, frame.height, frame.color_type),
-        (size.0, size.1, png::ColorType::Rgb),
-        "opaque, so written as RGB"
-    );
-    pixels
-}
+use support::studio::{installed_plugin, rgb_pixels, run_luau};
 
 /// The test Studio's frame at (x, y).
 fn frame(x: u32, y: u32) -> [u8; 3] {

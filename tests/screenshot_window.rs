@@ -15,12 +15,11 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use base64::Engine as _;
 use serde_json::json;
 use support::free_port;
 use support::lune::HeadlessStudio;
 use support::mcp_client::Mcp;
-use support::studio::installed_plugin;
+use support::studio::{installed_plugin, rgb_pixels};
 use x11rb::connection::Connection;
 use x11rb::protocol::xproto::{
     AtomEnum, ConnectionExt as _, CreateGCAux, CreateWindowAux, ImageFormat, PropMode, Window, WindowClass,
@@ -74,20 +73,6 @@ fn pattern(seed: u32, x: u32, y: u32) -> [u8; 3] {
         ((y * 5 + seed * 7) % 256) as u8,
         ((x + y + seed * 13) % 256) as u8,
     ]
-}
-
-/// The RGB pixels of a result's image block, checked to be an RGB PNG of `size`.
-fn rgb_pixels(shot: &rmcp::model::CallToolResult, size: (u32, u32)) -> Vec<u8> {
-    let image = shot.content.iter().find_map(|c| c.as_image()).expect("an image block");
-    let png = base64::engine::general_purpose::STANDARD.decode(&image.data).unwrap();
-    let mut reader = png::Decoder::new(std::io::Cursor::new(png)).read_info().unwrap();
-    let mut pixels = vec![0; reader.output_buffer_size().unwrap()];
-    let frame = reader.next_frame(&mut pixels).unwrap();
-    assert_eq!(
-        (frame.width, frame.height, frame.color_type),
-        (size.0, size.1, png::ColorType::Rgb)
-    );
-    pixels
 }
 
 /// Creates, names and maps a window at (x, y), then paints `pattern(seed, …)` into it.

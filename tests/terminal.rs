@@ -11,22 +11,10 @@ use std::time::Duration;
 use support::free_port;
 use support::lune::HeadlessStudio;
 use support::mcp_client::{binary, paired_config_dir};
-use support::studio::installed_plugin;
+use support::studio::{installed_plugin, serve};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
-
-fn serve(port: u16) -> Child {
-    Command::new(binary())
-        .args(["serve", "--no-install-plugin", "--port", &port.to_string()])
-        .env("STUDIO_BRIDGE_CONFIG_DIR", paired_config_dir())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap()
-}
 
 /// A `serve` host and one headless Studio in Edit connected to it.
 async fn studio(port: u16, rbxm: &std::path::Path) -> HeadlessStudio {

@@ -273,7 +273,7 @@ fn validate(args: &CreateArgs) -> Result<(), ToolError> {
 
 use std::fmt::Write as _;
 
-use crate::human::render::{Rendered, Style, clean};
+use crate::human::render::{self, Rendered, Style, clean};
 
 impl super::Render for Create {
     /// The new instances' paths, one a line (`→ file` where the sourcemap maps a script),
@@ -289,31 +289,7 @@ impl super::Render for Create {
             }
             .ok()?;
         }
-        for found in result.get("diagnostics").and_then(Json::as_array).into_iter().flatten() {
-            let text = |key: &str| clean(found.get(key).and_then(Json::as_str).unwrap_or("")).into_owned();
-            let severity = text("severity");
-            let painted = if severity == "error" {
-                out.red(&severity)
-            } else {
-                out.yellow(&severity)
-            };
-            let _ = writeln!(
-                rendered.stdout,
-                "{}:{}:{} {painted} {} {}",
-                text("path"),
-                found.get("line").and_then(Json::as_u64).unwrap_or(0),
-                found.get("column").and_then(Json::as_u64).unwrap_or(0),
-                out.dim(&text("code")),
-                text("message")
-            );
-        }
-        if let Some(omitted) = result.get("diagnosticsOmitted").and_then(Json::as_u64) {
-            let _ = writeln!(rendered.stdout, "… and {omitted} more diagnostics");
-        }
-        if let Some(why) = result.get("diagnosticsSkipped").and_then(Json::as_str) {
-            let note = format!("note: no diagnostics: {}", clean(why));
-            let _ = writeln!(rendered.stderr, "{}", err.yellow(&note));
-        }
+        render::diagnostics(result, &mut rendered, out, err);
         Some(rendered)
     }
 }

@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use serde_json::Value as Json;
 
 use super::{Command, Invocation, Kind, Output, Spec};
-use crate::human::render::{Rendered, Style, clean};
+use crate::human::render::{self, Rendered, Style, clean};
 use crate::luau;
 use crate::protocol::{Context, ErrorCode, ToolError, value};
 
@@ -355,30 +355,7 @@ impl super::Render for ScriptEdit {
             result.get("lineCount")?.as_u64()?,
             clean(result.get("hash")?.as_str()?)
         );
-        for found in result.get("diagnostics").and_then(Json::as_array).into_iter().flatten() {
-            let text = |key: &str| clean(found.get(key).and_then(Json::as_str).unwrap_or("")).into_owned();
-            let severity = text("severity");
-            let painted = if severity == "error" {
-                out.red(&severity)
-            } else {
-                out.yellow(&severity)
-            };
-            let _ = writeln!(
-                rendered.stdout,
-                "{}:{} {painted} {} {}",
-                found.get("line").and_then(Json::as_u64).unwrap_or(0),
-                found.get("column").and_then(Json::as_u64).unwrap_or(0),
-                out.dim(&text("code")),
-                text("message")
-            );
-        }
-        if let Some(omitted) = result.get("diagnosticsOmitted").and_then(Json::as_u64) {
-            let _ = writeln!(rendered.stdout, "… and {omitted} more diagnostics");
-        }
-        if let Some(why) = result.get("diagnosticsSkipped").and_then(Json::as_str) {
-            let note = format!("note: no diagnostics: {}", clean(why));
-            let _ = writeln!(rendered.stderr, "{}", err.yellow(&note));
-        }
+        render::diagnostics(result, &mut rendered, out, err);
         Some(rendered)
     }
 }

@@ -228,6 +228,40 @@ pub fn output_window_line(level: &str, body: &str, style: Style) -> String {
     }
 }
 
+/// selene's findings of a script write (`diagnostics`, `diagnosticsOmitted`,
+/// `diagnosticsSkipped`: `script_edit`, `create`), one a line as an editor's problem list
+/// reads, `[path:]line:column severity code message`; why there are none on stderr.
+pub fn diagnostics(result: &Json, rendered: &mut Rendered, out: Style, err: Style) {
+    for found in result.get("diagnostics").and_then(Json::as_array).into_iter().flatten() {
+        let text = |key: &str| clean(found.get(key).and_then(Json::as_str).unwrap_or("")).into_owned();
+        let severity = text("severity");
+        let painted = if severity == "error" {
+            out.red(&severity)
+        } else {
+            out.yellow(&severity)
+        };
+        let at = found
+            .get("path")
+            .map(|_| format!("{}:", text("path")))
+            .unwrap_or_default();
+        let _ = writeln!(
+            rendered.stdout,
+            "{at}{}:{} {painted} {} {}",
+            found.get("line").and_then(Json::as_u64).unwrap_or(0),
+            found.get("column").and_then(Json::as_u64).unwrap_or(0),
+            out.dim(&text("code")),
+            text("message")
+        );
+    }
+    if let Some(omitted) = result.get("diagnosticsOmitted").and_then(Json::as_u64) {
+        let _ = writeln!(rendered.stdout, "… and {omitted} more diagnostics");
+    }
+    if let Some(why) = result.get("diagnosticsSkipped").and_then(Json::as_str) {
+        let note = format!("note: no diagnostics: {}", clean(why));
+        let _ = writeln!(rendered.stderr, "{}", err.yellow(&note));
+    }
+}
+
 /// `text` with every occurrence of `needle` marked (bold red, as grep marks a match) on a
 /// terminal; ASCII case folded unless `case_sensitive`, as the plugin's search folds it.
 /// Every piece is escaped ([`clean`]).

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::free_port;
 use super::lune::HeadlessStudio;
-use super::mcp_client::{Mcp, install_plugin, paired_config_dir};
+use super::mcp_client::{Mcp, binary, install_plugin, paired_config_dir};
 
 /// Installs the plugin with the binary itself, into a fresh folder, paired with the secret
 /// in [`paired_config_dir`] (which the hosts of these tests check).
@@ -85,4 +85,33 @@ pub async fn run_luau(mcp: &Mcp, script: &str) -> serde_json::Value {
     let out = mcp.ok("studio_exec", json!({ "script": script })).await;
     assert_eq!(out["success"], true, "{out}");
     out["returns"][0].clone()
+}
+
+/// A paired `studio-bridge serve` host on `port`, quiet, killed on drop: what a CLI command
+/// or the terminal joins as a peer, as it would beside an agent.
+pub fn serve(port: u16) -> tokio::process::Child {
+    tokio::process::Command::new(binary())
+        .args(["serve", "--no-install-plugin", "--port", &port.to_string()])
+        .env("STUDIO_BRIDGE_CONFIG_DIR", paired_config_dir())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn studio-bridge serve")
+}
+
+/// The RGB pixels of a screenshot's image block, checked to be an RGB PNG (opaque) of `size`.
+pub fn rgb_pixels(shot: &rmcp::model::CallToolResult, size: (u32, u32)) -> Vec<u8> {
+    use base64::Engine as _;
+    let image = shot.content.iter().find_map(|c| c.as_image()).expect("an image block");
+    let png = base64::engine::general_purpose::STANDARD.decode(&image.data).unwrap();
+    let mut reader = png::Decoder::new(std::io::Cursor::new(png)).read_info().unwrap();
+    let mut pixels = vec![0; reader.output_buffer_size().unwrap()];
+    let frame = reader.next_frame(&mut pixels).unwrap();
+    assert_eq!(
+        (frame.width, frame.height, frame.color_type),
+        (size.0, size.1, png::ColorType::Rgb)
+    );
+    pixels
 }
