@@ -417,7 +417,7 @@ pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions
         files: Some(Arc::clone(&files)),
     };
     let asked = Json::Object(args.clone());
-    let announcer = waiting::announce(&running.bridge, &parts.target, &name.replace('_', "-"));
+    let announcer = waiting::announce(&running.bridge, &parts.target, name);
     let outcome = command.invoke(args, parts, options.limits()).await;
     drop(announcer);
     let mut stdout = std::io::stdout().lock();

@@ -26,25 +26,13 @@ impl Drop for Announcer {
     }
 }
 
-/// Starts saying, on stderr when it is a terminal, what `action` waits for.
+/// Starts saying, on stderr when it is a terminal, what `action` waits for (the CLI's
+/// commands and the terminal's alike: a call in flight has no prompt to print above).
 pub fn announce(bridge: &Bridge, target: &Target, action: &str) -> Option<Announcer> {
     if !std::io::stderr().is_terminal() {
         return None;
     }
-    Some(announce_to(bridge, target, action, Style::stderr(), |line| {
-        eprintln!("{line}")
-    }))
-}
-
-/// [`announce`], saying each line with `say` (a terminal's line editor prints above its
-/// prompt).
-pub fn announce_to(
-    bridge: &Bridge,
-    target: &Target,
-    action: &str,
-    style: Style,
-    say: impl Fn(String) + Send + 'static,
-) -> Announcer {
+    let style = Style::stderr();
     let bridge = bridge.clone();
     let target = target.clone();
     let action = action.to_owned();
@@ -52,20 +40,20 @@ pub fn announce_to(
         tokio::time::sleep(FIRST_WORD).await;
         let sessions = bridge.sessions(Duration::from_millis(200)).await.unwrap_or_default();
         if let Some(first) = first_word(&sessions, &target) {
-            say(style.dim(&first));
+            eprintln!("{}", style.dim(&first));
         }
         let started = tokio::time::Instant::now() - FIRST_WORD;
         let mut next = STILL_WAITING[0];
         loop {
             tokio::time::sleep_until(started + next).await;
-            say(style.dim(&format!(
+            eprintln!("{}", style.dim(&format!(
                 "still waiting for Studio to answer `{action}` ({} s): it may be busy, paused at a breakpoint or frozen. Ctrl-C stops waiting.",
                 next.as_secs()
             )));
             next += STILL_WAITING[1];
         }
     });
-    Announcer { task }
+    Some(Announcer { task })
 }
 
 /// What a call that has not answered at once waits for, as far as the sessions tell.

@@ -15,8 +15,8 @@ use crate::commands::DynCommand;
 use crate::protocol::ToolError;
 
 /// Where the flags that are not the command's own go in `--help`, after its own.
-pub const TARGET_HEADING: &str = "Where it runs";
-pub const OUTPUT_HEADING: &str = "Output";
+const TARGET_HEADING: &str = "Where it runs";
+const OUTPUT_HEADING: &str = "Output";
 /// `--instance-id`, which every session command takes.
 const INSTANCE_ID_HELP: &str = "Studio instance id (from `studio-bridge sessions`), when several Studios are open";
 
@@ -144,7 +144,7 @@ pub fn subcommand_for(command: &dyn DynCommand) -> clap::Command {
 /// An argument's help, from its schema: the description (or the spec's words for a
 /// person, [`crate::commands::Spec::flag_help`]), the range, the shape of a structured
 /// value, and the default (enum values clap lists itself).
-pub fn help_for(spec: &crate::commands::Spec, name: &str, property: &Json) -> String {
+fn help_for(spec: &crate::commands::Spec, name: &str, property: &Json) -> String {
     let kind = json_type(property);
     let negated = kind == "boolean" && property.get("default") == Some(&Json::Bool(true));
     let described = spec
