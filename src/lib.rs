@@ -11,6 +11,7 @@ pub mod commands;
 pub mod config;
 pub mod human;
 pub mod image;
+pub mod launch;
 pub mod luau;
 pub mod mcp;
 pub mod plugin_install;

@@ -90,6 +90,12 @@ fn offences(src: &Path) -> Vec<String> {
             "sourcemap",
             [&adapters[..], &["policy", "bridge", "protocol", "luau", "config"]].concat(),
         ),
+        // Studio from outside (open, run, close) knows processes, Studio's command line and
+        // its own list of opened Studios in the config directory; never a call or a session.
+        (
+            "launch",
+            [&adapters[..], &["policy", "bridge", "protocol", "luau"]].concat(),
+        ),
         // The window capture (the screenshot's host path) knows windows and pixels only.
         (
             "capture",

@@ -85,6 +85,10 @@ mod real_plugin_writes;
 mod screenshot_studio;
 #[path = "screenshot_window.rs"]
 mod screenshot_window;
+// The stand-in Studio quits on SIGTERM, as Studio does on Unix.
+#[cfg(unix)]
+#[path = "studio_launch.rs"]
+mod studio_launch;
 // A POSIX pseudo-terminal (rexpect, a Unix-only dev-dependency).
 #[cfg(unix)]
 #[path = "terminal.rs"]

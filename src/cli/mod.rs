@@ -206,7 +206,7 @@ pub fn command() -> clap::Command {
                     Arg::new("read-only")
                         .long("read-only")
                         .action(ArgAction::SetTrue)
-                        .help("Offer the agent only calls that read Studio: --deny-capability write,code,play,assets"),
+                        .help("Offer the agent only calls that read Studio: --deny-capability write,code,play,assets,launch"),
                 )
                 .arg(
                     Arg::new("deny-capability")
@@ -408,17 +408,35 @@ pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions
         }
         _ => None,
     };
+    let announcer = waiting::announce(&running.bridge, &target, name);
+    let cancel = tokio_util::sync::CancellationToken::new();
     let parts = InvocationParts {
         bridge: running.bridge.clone(),
-        hooks: CallHooks::default(),
+        hooks: CallHooks {
+            progress: announcer.as_ref().map(waiting::Announcer::progress),
+            cancel: cancel.clone(),
+        },
         defaults: Arc::new(Mutex::new(Target::default())),
         target,
         policy: Some(Arc::new(policy.report())),
         files: Some(Arc::clone(&files)),
     };
     let asked = Json::Object(args.clone());
-    let announcer = waiting::announce(&running.bridge, &parts.target, name);
-    let outcome = command.invoke(args, parts, options.limits()).await;
+    // Ctrl-C cancels the call as an agent's cancel does (Studio is asked to stop it; a
+    // Studio `open` or `run` started is ended); a second one leaves at once.
+    let call = command.invoke(args, parts, options.limits());
+    tokio::pin!(call);
+    let outcome = loop {
+        tokio::select! {
+            outcome = &mut call => break outcome,
+            interrupted = tokio::signal::ctrl_c() => {
+                if interrupted.is_err() || cancel.is_cancelled() {
+                    return ExitCode::from(130);
+                }
+                cancel.cancel();
+            }
+        }
+    };
     drop(announcer);
     let mut stdout = std::io::stdout().lock();
     let status = match &outcome {

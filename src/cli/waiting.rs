@@ -2,12 +2,15 @@
 //! waits for Studio to connect (a new host's 3 s startup grace), for a session to come back
 //! (its 10 s reconnect grace), or for Studio to answer (a busy, paused or frozen Studio);
 //! a person looking at a still cursor cannot tell these apart, nor from a hung program.
+//! A call that reports its own progress (`open`, `run`) has each report said instead.
 //! Nothing is said when stderr is not a terminal: a script reads the result, not the wait.
 
 use std::io::IsTerminal as _;
 use std::time::Duration;
 
-use crate::bridge::{Bridge, SessionInfo, Target};
+use tokio::sync::mpsc;
+
+use crate::bridge::{Bridge, PROGRESS_QUEUE, Progress, SessionInfo, Target};
 use crate::human::render::Style;
 
 /// How long a call may take before the first word about it: a quick call says nothing.
@@ -18,6 +21,16 @@ const STILL_WAITING: [Duration; 2] = [Duration::from_secs(5), Duration::from_sec
 /// Says why `action` is waiting while it is alive; dropping it stops the words.
 pub struct Announcer {
     task: tokio::task::JoinHandle<()>,
+    progress: mpsc::Sender<Progress>,
+}
+
+impl Announcer {
+    /// Where the call's progress goes (its hooks' `progress`): each report is said as it
+    /// comes (`open`: "Studio started (pid 4242); waiting for its plugin"), and a call that
+    /// reports its progress says no more than that.
+    pub fn progress(&self) -> mpsc::Sender<Progress> {
+        self.progress.clone()
+    }
 }
 
 impl Drop for Announcer {
@@ -36,24 +49,54 @@ pub fn announce(bridge: &Bridge, target: &Target, action: &str) -> Option<Announ
     let bridge = bridge.clone();
     let target = target.clone();
     let action = action.to_owned();
+    let (progress, mut reports) = mpsc::channel::<Progress>(PROGRESS_QUEUE);
     let task = tokio::spawn(async move {
-        tokio::time::sleep(FIRST_WORD).await;
-        let sessions = bridge.sessions(Duration::from_millis(200)).await.unwrap_or_default();
-        if let Some(first) = first_word(&sessions, &target) {
-            eprintln!("{}", style.dim(&first));
-        }
-        let started = tokio::time::Instant::now() - FIRST_WORD;
+        let started = tokio::time::Instant::now();
+        let mut reported = false;
+        let mut said_first = false;
         let mut next = STILL_WAITING[0];
         loop {
-            tokio::time::sleep_until(started + next).await;
-            eprintln!("{}", style.dim(&format!(
-                "still waiting for Studio to answer `{action}` ({} s): it may be busy, paused at a breakpoint or frozen. Ctrl-C stops waiting.",
-                next.as_secs()
-            )));
-            next += STILL_WAITING[1];
+            let wake = if said_first {
+                started + next
+            } else {
+                started + FIRST_WORD
+            };
+            tokio::select! {
+                report = reports.recv() => match report {
+                    Some(report) => {
+                        reported = true;
+                        if let Some(message) = report.message {
+                            eprintln!("{}", style.dim(&format!("{message}…")));
+                        }
+                    }
+                    // The call is over; nothing more to say.
+                    None => return,
+                },
+                () = tokio::time::sleep_until(wake) => {
+                    if reported {
+                        // A call that says its own progress needs no words of ours.
+                    } else if !said_first {
+                        let sessions = bridge.sessions(Duration::from_millis(200)).await.unwrap_or_default();
+                        if let Some(first) = first_word(&sessions, &target) {
+                            eprintln!("{}", style.dim(&first));
+                        }
+                    } else {
+                        eprintln!("{}", style.dim(&format!(
+                            "still waiting for Studio to answer `{action}` ({} s): it may be busy, paused at a breakpoint or frozen. Ctrl-C stops waiting.",
+                            next.as_secs()
+                        )));
+                        next += STILL_WAITING[1];
+                    }
+                    if !said_first {
+                        said_first = true;
+                    } else if reported {
+                        next += STILL_WAITING[1];
+                    }
+                }
+            }
         }
     });
-    Some(Announcer { task })
+    Some(Announcer { task, progress })
 }
 
 /// What a call that has not answered at once waits for, as far as the sessions tell.

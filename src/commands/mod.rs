@@ -8,6 +8,7 @@ pub mod bound;
 mod call;
 pub mod character;
 pub mod clone;
+pub mod close;
 pub mod create;
 pub mod delete;
 pub mod exec;
@@ -16,10 +17,12 @@ pub mod find;
 pub mod input;
 pub mod insert_asset;
 pub mod logs;
+pub mod open;
 pub mod play;
 pub mod query;
 pub mod redo;
 pub mod reflection;
+pub mod run;
 mod schema;
 pub mod screenshot;
 pub mod script_edit;
@@ -468,6 +471,9 @@ pub static ALL: &[&dyn DynCommand] = &[
     erased::<input::Input>(),
     erased::<ui::Ui>(),
     erased::<character::Character>(),
+    erased::<open::Open>(),
+    erased::<run::Run>(),
+    erased::<close::Close>(),
 ];
 
 pub fn find(name: &str) -> Option<&'static dyn DynCommand> {
@@ -916,6 +922,9 @@ mod tests {
             ("input", &["play"]),
             ("ui", &["read"]),
             ("character", &["play"]),
+            ("open", &["launch"]),
+            ("run", &["code", "launch"]),
+            ("close", &["launch"]),
         ];
         assert_eq!(expected.len(), ALL.len(), "every command is listed here");
         for (name, capabilities) in expected {

@@ -9,6 +9,7 @@ use serde_json::Value as Json;
 use super::{Command, Invocation, Kind, Output, Render, Spec};
 use crate::bridge::{RefusedPlugin, SessionInfo};
 use crate::human::render::{Rendered, Style, clean, table};
+use crate::launch::opened::{self, OpenedReport};
 use crate::policy::ActivePolicy;
 use crate::protocol::{Context, ToolError};
 
@@ -25,6 +26,10 @@ pub struct SessionsResult {
     /// The last Studio plugin the host refused (unpaired, another protocol), and why.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub refused: Option<RefusedPlugin>,
+    /// The Studios studio_open started and studio_close has not closed: `connected`,
+    /// `not_connected` (starting, or wedged) or `exited` (crashed, or closed by a person).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub opened: Vec<OpenedReport>,
 }
 
 pub struct Sessions;
@@ -53,11 +58,13 @@ impl Command for Sessions {
 
     async fn run(_args: SessionsArgs, cx: &Invocation) -> Result<Output, ToolError> {
         let list = cx.bridge.session_list(Self::SPEC.timeout).await?;
+        let connected: Vec<String> = list.sessions.iter().map(|s| s.session_id.clone()).collect();
         Ok(Output::json(
             serde_json::to_value(SessionsResult {
                 sessions: list.sessions,
                 policy: cx.policy.as_deref().cloned(),
                 refused: list.refused,
+                opened: opened::report(&connected),
             })
             .unwrap_or_default(),
         ))
@@ -68,20 +75,41 @@ impl Render for Sessions {
     /// An aligned table, one session a row (a status other than `connected` in yellow).
     fn render(_args: &Json, result: &Json, out: Style, _err: Style) -> Option<Rendered> {
         let list = result.get("sessions")?.as_array()?;
+        let text =
+            |session: &Json, key: &str| clean(session.get(key).and_then(Json::as_str).unwrap_or("-")).into_owned();
         // The last plugin refused, on stderr: why a Studio that is open is not listed.
         let refused = result
             .get("refused")
             .and_then(|r| serde_json::from_value::<RefusedPlugin>(r.clone()).ok())
             .map(|r| format!("{}\n", clean(&r.note())))
             .unwrap_or_default();
+        // The Studios studio-bridge opened that are not connected now: crashed, or wedged.
+        let mut refused = refused;
+        for opened in result.get("opened").and_then(Json::as_array).into_iter().flatten() {
+            let status = opened.get("status").and_then(Json::as_str).unwrap_or_default();
+            let why = match status {
+                "exited" => "exited without studio-bridge closing it (it crashed, or a person closed it)",
+                "not_connected" => "runs, but its plugin is not connected (starting, or not responding)",
+                _ => continue,
+            };
+            refused.push_str(&format!(
+                "the Studio studio-bridge opened for {} (pid {}) {why}; `studio-bridge close{}` ends it and forgets it. Its output: {}\n",
+                text(opened, "place"),
+                opened.get("pid").and_then(Json::as_u64).unwrap_or_default(),
+                opened
+                    .get("sessionId")
+                    .and_then(Json::as_str)
+                    .map(|id| format!(" --session {}", clean(id)))
+                    .unwrap_or_default(),
+                text(opened, "log"),
+            ));
+        }
         if list.is_empty() {
             return Some(Rendered {
                 stdout: "no sessions: no Studio has the studio-bridge plugin connected\n".into(),
                 stderr: refused,
             });
         }
-        let text =
-            |session: &Json, key: &str| clean(session.get(key).and_then(Json::as_str).unwrap_or("-")).into_owned();
         // A PLAYER column only while some session is a Play client with its player.
         let players = list.iter().any(|s| s.get("player").is_some());
         let mut rows = Vec::with_capacity(list.len());

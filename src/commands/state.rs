@@ -32,6 +32,12 @@ pub struct StateResult {
     pub place_id: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub game_id: Option<i64>,
+    /// The undo history has steps (what `close` would lose).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub can_undo: Option<bool>,
+    /// The name of the step the next undo reverts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undo_waypoint: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operation: Option<Operation>,
 }

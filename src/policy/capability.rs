@@ -16,16 +16,19 @@ pub enum Capability {
     Play,
     /// Brings content from the network.
     Assets,
+    /// Starts or ends applications on the person's desktop (Studio: `open`, `run`, `close`).
+    Launch,
 }
 
 impl Capability {
     /// Every capability, in the order they are named.
-    pub const ALL: [Capability; 5] = [
+    pub const ALL: [Capability; 6] = [
         Capability::Read,
         Capability::Write,
         Capability::Code,
         Capability::Play,
         Capability::Assets,
+        Capability::Launch,
     ];
 
     /// Its name in flags, the config file and messages.
@@ -36,6 +39,7 @@ impl Capability {
             Capability::Code => "code",
             Capability::Play => "play",
             Capability::Assets => "assets",
+            Capability::Launch => "launch",
         }
     }
 

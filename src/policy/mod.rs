@@ -11,7 +11,7 @@
 //! - `deny_capabilities`: capabilities ([`Capability`]) refused. Every command names the
 //!   capabilities its calls need, possibly by argument (`selection` with `set` writes,
 //!   `create` with a script `source` is code); a call that needs a denied one is refused.
-//! - `read_only`: `write`, `code`, `play` and `assets` denied.
+//! - `read_only`: `write`, `code`, `play`, `assets` and `launch` denied.
 //! - `allow`: tool-name globs; when any are given, only matching tools are offered.
 //! - `deny`: tool-name globs never offered. Deny wins over allow.
 //!
@@ -55,14 +55,14 @@ pub trait Governed {
 #[derive(Debug, Clone, Default, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ActivePolicy {
-    /// Only calls that read: the write, code, play and assets capabilities are refused.
+    /// Only calls that read: the write, code, play, assets and launch capabilities are refused.
     pub read_only: bool,
     /// Tool-name globs; when any are given, only matching tools are available.
     pub allow: Vec<String>,
     /// Tool-name globs that are never available (deny wins over allow).
     pub deny: Vec<String>,
     /// Capabilities refused by `--deny-capability` or `deny_capabilities` (read, write,
-    /// code, play, assets); a call that needs one is refused.
+    /// code, play, assets, launch); a call that needs one is refused.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub deny_capabilities: Vec<String>,
     /// Where the policy came from: flags, a config file, both, or defaults.
@@ -137,11 +137,12 @@ impl CapabilityRule {
 }
 
 /// What read-only mode denies.
-const READ_ONLY_DENIES: [Capability; 4] = [
+const READ_ONLY_DENIES: [Capability; 5] = [
     Capability::Write,
     Capability::Code,
     Capability::Play,
     Capability::Assets,
+    Capability::Launch,
 ];
 
 /// The active policy of one process.
@@ -609,7 +610,7 @@ mod tests {
             error.starts_with("--deny-capability code,exec: \"exec\" is not a capability"),
             "{error}"
         );
-        assert!(error.contains("read, write, code, play, assets"), "{error}");
+        assert!(error.contains("read, write, code, play, assets, launch"), "{error}");
 
         let path = Path::new("/tmp/config.toml");
         let error = self::policy(
@@ -626,7 +627,7 @@ mod tests {
             ),
             "{error}"
         );
-        assert!(error.contains("read, write, code, play, assets"), "{error}");
+        assert!(error.contains("read, write, code, play, assets, launch"), "{error}");
     }
 
     #[test]

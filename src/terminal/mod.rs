@@ -369,10 +369,11 @@ impl Terminal {
     ) -> Result<Output, ToolError> {
         self.policy.check(command, &args)?;
         let cancel = CancellationToken::new();
+        let announcer = crate::cli::waiting::announce(&self.bridge, &target, &dot::dot_name(command));
         let parts = InvocationParts {
             bridge: self.bridge.clone(),
             hooks: CallHooks {
-                progress: None,
+                progress: announcer.as_ref().map(crate::cli::waiting::Announcer::progress),
                 cancel: cancel.clone(),
             },
             defaults: self.defaults.clone(),
@@ -380,7 +381,6 @@ impl Terminal {
             policy: Some(Arc::clone(&self.report)),
             files: Some(Arc::clone(&self.files)),
         };
-        let announcer = crate::cli::waiting::announce(&self.bridge, &parts.target, &dot::dot_name(command));
         let call = command.invoke(args, parts, self.limits);
         tokio::pin!(call);
         let _announcer = announcer;

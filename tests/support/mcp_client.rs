@@ -123,6 +123,16 @@ impl Mcp {
         Mcp::spawn_inner(port, &[], &paired_config_dir(), env, Some(dir)).await
     }
 
+    /// [`Mcp::spawn_with_config_dir`] with environment variables set or removed.
+    pub async fn spawn_in_config_dir_with_env(
+        port: u16,
+        extra: &[&str],
+        config_dir: &Path,
+        env: &[(&str, Option<&str>)],
+    ) -> Mcp {
+        Mcp::spawn_inner(port, extra, config_dir, env, None).await
+    }
+
     /// [`Mcp::spawn`] with `STUDIO_BRIDGE_CONFIG_DIR` set to `config_dir`.
     pub async fn spawn_with_config_dir(port: u16, extra: &[&str], config_dir: &Path) -> Mcp {
         Mcp::spawn_inner(port, extra, config_dir, &[], None).await

@@ -12,7 +12,7 @@ pub mod studio;
 use std::time::{Duration, Instant};
 
 /// Every tool, in the order `tools/list` gives them.
-pub const TOOLS: [&str; 27] = [
+pub const TOOLS: [&str; 30] = [
     "studio_sessions",
     "studio_target",
     "studio_api",
@@ -40,6 +40,9 @@ pub const TOOLS: [&str; 27] = [
     "studio_input",
     "studio_ui",
     "studio_character",
+    "studio_open",
+    "studio_run",
+    "studio_close",
 ];
 
 /// A test that cannot run here because `what` is missing: it fails, so that a green run
