@@ -341,6 +341,38 @@ async fn a_studio_that_hangs_is_ended_and_one_that_crashes_is_reported() {
     assert_eq!(closed["how"], "exited", "{closed}");
     assert!(!lock_of(&place).exists(), "close removed the lock its Studio left");
     assert_eq!(opened(&crashing).await, Vec::<Json>::new());
+    drop(crashing);
+
+    // A Studio whose plugin went quiet while it runs on (frozen): `sessions` says so, and
+    // `close` cannot know what it would lose, so it asks for `discard`.
+    let wedged = world.mcp(Some("wedge"), &[]).await;
+    let open = wedged
+        .ok("studio_open", json!({"file": place.display().to_string()}))
+        .await;
+    let pid = open["pid"].as_u64().unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let listed = opened(&wedged).await;
+        if listed.first().is_some_and(|o| o["status"] == "not_connected") {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the plugin goes quiet 2.5 s in: {listed:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let refused = wedged.err("studio_close", json!({})).await;
+    assert_eq!(refused["code"], "conflict", "{refused}");
+    assert!(
+        refused["message"].as_str().unwrap().contains("not connected"),
+        "{refused}"
+    );
+    assert!(alive(pid));
+    let closed = wedged.ok("studio_close", json!({"discard": true})).await;
+    assert_eq!(closed["how"], "quit", "{closed}");
+    assert!(!alive(pid));
+    assert!(!lock_of(&place).exists());
 }
 
 /// `studio-bridge run` on the command line, with the stand-in.

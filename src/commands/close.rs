@@ -78,19 +78,31 @@ impl Command for Close {
             forget(&entry);
             return done(entry, "exited", false);
         }
-        if let Some(session_id) = &entry.session_id
-            && let Some(steps) = unsaved(cx, session_id).await?
-        {
-            if !args.discard {
+        let unsaved = match &entry.session_id {
+            Some(session_id) => unsaved(cx, session_id).await?,
+            None => Unsaved::Unknown,
+        };
+        match unsaved {
+            Unsaved::None => {}
+            _ if args.discard => discarded = true,
+            Unsaved::Steps(top) => {
                 return Err(ToolError::new(
                     ErrorCode::Conflict,
                     format!(
-                        "{} has changes since it was opened (its undo history has steps: {steps}), and Studio saves only when a person does: closing loses them. Save them in Studio first, or pass `discard: true`.",
+                        "{} has changes since it was opened (its undo history has steps; the last: {top}), and Studio saves only when a person does: closing loses them. Save them in Studio first, or pass `discard: true`.",
                         entry.place
                     ),
                 ));
             }
-            discarded = true;
+            Unsaved::Unknown => {
+                return Err(ToolError::new(
+                    ErrorCode::Conflict,
+                    format!(
+                        "The Studio opened for {} runs, but its plugin is not connected, so whether it has unsaved changes cannot be known. Retry once it reconnects (studio_sessions), or pass `discard: true` to close it anyway.",
+                        entry.place
+                    ),
+                ));
+            }
         }
         process::ask_to_quit(&entry.process);
         let quit = lock_gone_and_exited(&entry).await;
@@ -146,9 +158,17 @@ fn which(session_id: Option<&str>) -> Result<Opened, ToolError> {
     }
 }
 
-/// The name of the last undo step when the session's history has any, through the
-/// plugin's `state` (None: nothing to lose, or the session is not connected to ask).
-async fn unsaved(cx: &Invocation, session_id: &str) -> Result<Option<String>, ToolError> {
+/// What a close would lose.
+enum Unsaved {
+    None,
+    /// Undo steps since the open; the last one's name.
+    Steps(String),
+    /// The session is not connected to ask.
+    Unknown,
+}
+
+/// Whether the session's undo history has steps, through the plugin's `state`.
+async fn unsaved(cx: &Invocation, session_id: &str) -> Result<Unsaved, ToolError> {
     let call = Call {
         target: Target {
             session_id: Some(session_id.to_owned()),
@@ -164,28 +184,29 @@ async fn unsaved(cx: &Invocation, session_id: &str) -> Result<Option<String>, To
     };
     let reply = match cx.bridge.call(call, cx.hooks.clone()).await {
         Ok(reply) => reply,
-        // Not connected (wedged, or reconnecting): there is no history to ask; a person
-        // passing `discard` is told nothing more.
+        // Not connected (wedged, or gone past its reconnect grace): nothing to ask.
         Err(error)
             if matches!(
                 error.code,
-                ErrorCode::SessionNotFound | ErrorCode::NoSessions | ErrorCode::SessionLost
+                ErrorCode::SessionNotFound | ErrorCode::NoSessions | ErrorCode::SessionLost | ErrorCode::Timeout
             ) =>
         {
-            return Ok(None);
+            return Ok(Unsaved::Unknown);
         }
         Err(error) => return Err(error),
     };
     let state = reply.value.decode().map(value::into_json).unwrap_or(Json::Null);
     Ok(match state.get("canUndo") {
-        Some(Json::Bool(true)) => Some(
+        Some(Json::Bool(true)) => Unsaved::Steps(
             state
                 .get("undoWaypoint")
                 .and_then(Json::as_str)
                 .unwrap_or("unnamed")
                 .to_owned(),
         ),
-        _ => None,
+        Some(Json::Bool(false)) => Unsaved::None,
+        // A plugin older than `canUndo` cannot say.
+        _ => Unsaved::Unknown,
     })
 }
 

@@ -12,8 +12,9 @@
 //! - `STUDIO_BRIDGE_STAND_IN_RBXM`: the plugin model (the installed, paired plugin);
 //! - `LUNE`: the lune binary (default `lune` on PATH);
 //! - `STUDIO_BRIDGE_STAND_IN_MODE`: `hang` (never loads the place, ignores SIGTERM),
-//!   `crash` (exits 3 a moment after its plugin started, leaving its lock), `slow=MS` (waits
-//!   before loading), `no-plugin` (no studio-bridge plugin loads), or unset;
+//!   `crash` (exits 3 a moment after its plugin started, leaving its lock), `wedge` (its
+//!   plugin stops a moment after it started, the process runs on: a frozen Studio),
+//!   `slow=MS` (waits before loading), `no-plugin` (no studio-bridge plugin loads), or unset;
 //! - `STUDIO_BRIDGE_STAND_IN_ARGS`: a file each start appends its arguments to, one line.
 
 #[cfg(unix)]
@@ -313,7 +314,17 @@ mod unix {
         }
         let mut lune = start_lune(&launch, &mode);
         let crash_at = (mode == "crash").then(|| std::time::Instant::now() + Duration::from_millis(2500));
+        let wedge_at = (mode == "wedge").then(|| std::time::Instant::now() + Duration::from_millis(2500));
         let code = loop {
+            if wedge_at.is_some_and(|at| std::time::Instant::now() >= at) {
+                // The plugin goes quiet; the process (and its lock) stay.
+                let _ = lune.kill();
+                let _ = lune.wait();
+                while !QUIT.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                break ExitCode::SUCCESS;
+            }
             if QUIT.load(Ordering::SeqCst) {
                 let _ = lune.kill();
                 let _ = lune.wait();
