@@ -47,17 +47,21 @@ async fn tools_are_listed_in_a_stable_order_with_schemas_and_annotations() {
             "studio_input",
             "studio_ui",
             "studio_character",
+            "studio_open",
+            "studio_run",
+            "studio_close",
         ]
         .contains(&tool.name.as_ref());
         assert_eq!(read_only, !writes, "{}", tool.name);
         // exec can do anything Luau can, and delete removes: they say so.
-        // test_run runs any Luau too.
-        let exec = tool.name == "studio_exec" || tool.name == "studio_test_run";
-        let destructive = exec || tool.name == "studio_delete";
+        // test_run and run run any Luau too; close loses what was not saved.
+        let exec = ["studio_exec", "studio_test_run", "studio_run"].contains(&tool.name.as_ref());
+        let destructive = exec || tool.name == "studio_delete" || tool.name == "studio_close";
         assert_eq!(annotations.destructive_hint == Some(true), destructive, "{}", tool.name);
-        // exec, insert_asset, which fetches from Roblox's asset servers, and asset_search,
-        // which searches the Creator Store, reach beyond Studio.
-        let open_world = exec || tool.name == "studio_insert_asset" || tool.name == "studio_asset_search";
+        // exec, insert_asset, which fetches from Roblox's asset servers, asset_search, which
+        // searches the Creator Store, and open, which starts a program, reach beyond Studio.
+        let open_world = exec
+            || ["studio_insert_asset", "studio_asset_search", "studio_open"].contains(&tool.name.as_ref());
         assert_eq!(annotations.open_world_hint == Some(true), open_world, "{}", tool.name);
     }
     let exec = first.iter().find(|t| t.name == "studio_exec").unwrap();

@@ -52,6 +52,9 @@ async fn read_only_offers_only_reads_and_a_refused_call_never_reaches_studio() {
         "studio_insert_asset",
         "studio_input",
         "studio_character",
+        "studio_open",
+        "studio_run",
+        "studio_close",
     ];
     let expected: Vec<&str> = TOOLS.iter().copied().filter(|t| !writes.contains(t)).collect();
     assert_eq!(listed(&mcp).await, expected, "selection stays: it has a reading form");
