@@ -60,8 +60,8 @@ async fn tools_are_listed_in_a_stable_order_with_schemas_and_annotations() {
         assert_eq!(annotations.destructive_hint == Some(true), destructive, "{}", tool.name);
         // exec, insert_asset, which fetches from Roblox's asset servers, asset_search, which
         // searches the Creator Store, and open, which starts a program, reach beyond Studio.
-        let open_world = exec
-            || ["studio_insert_asset", "studio_asset_search", "studio_open"].contains(&tool.name.as_ref());
+        let open_world =
+            exec || ["studio_insert_asset", "studio_asset_search", "studio_open"].contains(&tool.name.as_ref());
         assert_eq!(annotations.open_world_hint == Some(true), open_world, "{}", tool.name);
     }
     let exec = first.iter().find(|t| t.name == "studio_exec").unwrap();

@@ -120,3 +120,59 @@ async fn a_refused_permission_is_unsupported_once_asked() {
     assert_eq!(run_luau(&mcp, asked).await, json!(1), "the refusal was remembered");
     let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
 }
+
+/// `camera` (#44): the capture is taken from the chosen camera, which the result names, and
+/// the person's camera is where it was afterwards; a focus frames an instance; a path that
+/// names nothing is `not_found`, with the camera untouched.
+#[tokio::test]
+async fn a_chosen_camera_is_used_and_the_persons_is_put_back() {
+    let (rbxm, mcp, _studio) = crate::support::studio::edit_studio().await;
+    let camera = "local c = workspace.CurrentCamera.CFrame return {c:GetComponents()}";
+    let before = run_luau(&mcp, camera).await;
+    // The same CFrame, to a float32's precision (the engine keeps CFrames in float32).
+    let same = |now: serde_json::Value| {
+        let (a, b) = (now.as_array().unwrap().clone(), before.as_array().unwrap().clone());
+        a.len() == b.len()
+            && a.iter()
+                .zip(&b)
+                .all(|(x, y)| (x.as_f64().unwrap() - y.as_f64().unwrap()).abs() < 1e-5)
+    };
+
+    let shot = crate::support::studio::exchange(
+        &mcp,
+        "studio_screenshot",
+        json!({"camera": {"position": [0, 40, 60], "lookAt": [0, 0, 0]}}),
+    )
+    .await;
+    assert_eq!(shot["camera"]["position"], json!([0, 40, 60]), "{shot}");
+    assert_eq!(shot["camera"]["lookAt"], json!([0, 0, 0]), "{shot}");
+    assert_eq!(shot["camera"]["restored"], true, "{shot}");
+    assert!(same(run_luau(&mcp, camera).await), "the person's camera is back");
+
+    run_luau(
+        &mcp,
+        "local p = Instance.new('Part') p.Name = 'Tower' p.Size = Vector3.new(4, 10, 4) \
+         p.CFrame = CFrame.new(100, 5, 0) p.Parent = workspace return true",
+    )
+    .await;
+    let framed = mcp
+        .ok("studio_screenshot", json!({"camera": {"focus": "Workspace.Tower"}}))
+        .await;
+    assert_eq!(
+        framed["camera"]["lookAt"],
+        json!([100, 5, 0]),
+        "it looks at the tower's centre: {framed}"
+    );
+    assert!(same(run_luau(&mcp, camera).await));
+
+    let missing = mcp
+        .err("studio_screenshot", json!({"camera": {"focus": "Workspace.Nowhere"}}))
+        .await;
+    assert_eq!(missing["code"], "not_found", "{missing}");
+    let both = mcp
+        .call("studio_screenshot", json!({"camera": {"position": [0, 1, 2]}}))
+        .await;
+    assert_eq!(both.is_error, Some(true), "a position needs its lookAt: {both:?}");
+    assert!(same(run_luau(&mcp, camera).await));
+    let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
+}

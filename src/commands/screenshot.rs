@@ -31,6 +31,32 @@ pub struct ScreenshotArgs {
     #[schemars(range(min = 16, max = 3840))]
     #[serde(default = "default_max_width")]
     pub max_width: u32,
+    /// Put back after.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub camera: Option<Camera>,
+}
+
+/// Where the capture looks from: a position and a point to look at, or an instance framed
+/// as Studio's F key frames it (plugin/src/CaptureCamera.luau).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Camera {
+    At(CameraAt),
+    Focus(CameraFocus),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CameraAt {
+    pub position: [f64; 3],
+    pub look_at: [f64; 3],
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CameraFocus {
+    /// Instance path to frame
+    pub focus: String,
 }
 
 fn default_max_width() -> u32 {
@@ -67,6 +93,13 @@ pub struct ScreenshotResult {
     /// The captured window's title.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window: Option<String>,
+    /// With `camera`: `{position, lookAt, restored}`, the camera used and whether the
+    /// person's was put back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub camera: Option<serde_json::Map<String, serde_json::Value>>,
+    /// In a Play client with `camera`: the game's camera scripts may move it back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 pub struct Screenshot;
@@ -108,7 +141,12 @@ impl Command for Screenshot {
         let max_width = args.max_width;
         let work = tokio::task::spawn_blocking(move || match PluginReply::parse(&result)? {
             // The pixels are read where they lie in the plugin's frame, not copied out.
-            PluginReply::Pixels(image, source) => finish(image, max_width, source, None, None),
+            PluginReply::Pixels(image, source, chosen) => {
+                let (mut result, png) = finish(image, max_width, source, None, None)?;
+                result.camera = chosen.camera;
+                result.note = chosen.note;
+                Ok((result, png))
+            }
             PluginReply::Window(report) => {
                 let frame = crate::capture::capture_studio_window(&report.place_name).map_err(|e| report.error(e))?;
                 let image = Pixels {
@@ -159,6 +197,8 @@ fn finish(
             hint,
             reason,
             window,
+            camera: None,
+            note: None,
         },
         png.bytes,
     ))
@@ -183,8 +223,15 @@ fn blank_hint(source: Source) -> &'static str {
 /// What the plugin answered: pixels and the path that took them, or why it left the
 /// capture to the host.
 enum PluginReply<'a> {
-    Pixels(Pixels<'a>, Source),
+    Pixels(Pixels<'a>, Source, ChosenCamera),
     Window(WindowReport),
+}
+
+/// What the plugin says of a capture from a chosen camera.
+#[derive(Debug, Default)]
+struct ChosenCamera {
+    camera: Option<serde_json::Map<String, serde_json::Value>>,
+    note: Option<String>,
 }
 
 /// The plugin's report for the window path (docs/protocol.md, screenshot).
@@ -275,6 +322,7 @@ impl<'a> PluginReply<'a> {
         // A plugin from before StudioCaptureService says no source: its pixels are the viewport's.
         let mut source = Source::Viewport;
         let mut report = WindowReport::default();
+        let mut chosen = ChosenCamera::default();
         for _ in 0..count {
             let key = match reader.next_token().map_err(malformed)? {
                 Token::Str(key) => key,
@@ -285,6 +333,15 @@ impl<'a> PluginReply<'a> {
             if let Token::Array(_) | Token::Map(_) = value {
                 reader.seek(start);
                 reader.skip_value().map_err(malformed)?;
+                if key == b"camera" {
+                    // A small map: decoded as a tree, unlike the pixels.
+                    let mut bytes = &result.as_bytes()[start..reader.pos()];
+                    let camera = rmpv::decode::read_value(&mut bytes)
+                        .map_err(|e| bad_result("screenshot", &format!("its camera could not be decoded: {e}")))?;
+                    if let serde_json::Value::Object(camera) = crate::protocol::value::into_json(camera) {
+                        chosen.camera = Some(camera);
+                    }
+                }
                 continue;
             }
             let text = || match value {
@@ -322,6 +379,7 @@ impl<'a> PluginReply<'a> {
                 b"editableImageError" => report.editable_image_error = text(),
                 b"captureError" => report.capture_error = text(),
                 b"studioCaptureError" => report.studio_capture_error = text(),
+                b"note" => chosen.note = text(),
                 _ => {}
             }
         }
@@ -345,7 +403,7 @@ impl<'a> PluginReply<'a> {
                 &format!("{width}×{height} does not match {} RGBA bytes", rgba.len()),
             ));
         }
-        Ok(PluginReply::Pixels(Pixels { width, height, rgba }, source))
+        Ok(PluginReply::Pixels(Pixels { width, height, rgba }, source, chosen))
     }
 }
 
@@ -429,11 +487,11 @@ mod tests {
         };
         assert!(matches!(
             PluginReply::parse(&with_source("studio")),
-            Ok(PluginReply::Pixels(_, Source::Studio))
+            Ok(PluginReply::Pixels(_, Source::Studio, _))
         ));
         assert!(matches!(
             PluginReply::parse(&with_source("viewport")),
-            Ok(PluginReply::Pixels(_, Source::Viewport))
+            Ok(PluginReply::Pixels(_, Source::Viewport, _))
         ));
         assert!(PluginReply::parse(&with_source("window")).is_err());
     }
@@ -442,7 +500,7 @@ mod tests {
     fn dimensions_must_match_the_payload_without_overflow() {
         assert!(matches!(
             PluginReply::parse(&raw(2, 3, 24)),
-            Ok(PluginReply::Pixels(_, Source::Viewport))
+            Ok(PluginReply::Pixels(_, Source::Viewport, _))
         ));
         assert!(PluginReply::parse(&raw(2, 3, 23)).is_err());
         assert!(PluginReply::parse(&raw(0, 3, 0)).is_err());
