@@ -185,6 +185,10 @@ const INSTANCE_MEMBERS: &[&str] = &[
     "ScriptGuid",
     "SetAttribute",
     "Source",
+    // Not a member of these classes in Studio, but Lune (the test Studio's engine) answers
+    // `.Terrain` on every instance as Workspace.Terrain and raises; `:FindFirstChild` reads
+    // the same in both (Actions/Terrain.luau).
+    "Terrain",
     "UniqueId",
     "WaitForChild",
 ];

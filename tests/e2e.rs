@@ -44,6 +44,7 @@ async fn tools_are_listed_in_a_stable_order_with_schemas_and_annotations() {
             "studio_create",
             "studio_update",
             "studio_insert_asset",
+            "studio_terrain",
             "studio_input",
             "studio_ui",
             "studio_character",

@@ -104,3 +104,120 @@ async fn asset_search_finds_free_models_whose_ids_insert_asset_takes() {
     assert!(empty["message"].as_str().unwrap().contains("`query`"), "{empty}");
     let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
 }
+
+/// `terrain` (#44 item 1): a fill is read back as its material's voxels and bounds, one
+/// undo takes it back to air, a replace changes the material, a clear empties the region,
+/// and bad arguments are named with the fix (the aligned box, the nearest material).
+#[tokio::test]
+async fn terrain_fills_reads_replaces_clears_and_undoes_in_one_step_each() {
+    let (rbxm, mcp, _studio) = support::studio::edit_studio().await;
+    let region = json!({"action": "read", "min": [-16, 0, -16], "max": [16, 32, 16]});
+    let empty = mcp.ok("studio_terrain", region.clone()).await;
+    assert_eq!(empty["occupied"], 0, "{empty}");
+    assert!(empty.get("bounds").is_none(), "all air has no bounds: {empty}");
+
+    let filled = exchange(
+        &mcp,
+        "studio_terrain",
+        json!({"action": "fill", "shape": "block", "position": [0, 8, 0], "size": [8, 8, 8], "material": "Grass"}),
+    )
+    .await;
+    assert_eq!(filled["material"], "Grass", "{filled}");
+    let read = exchange(&mcp, "studio_terrain", region.clone()).await;
+    assert_eq!(
+        read["materials"]["Grass"]["voxels"], 8,
+        "a 8-stud cube is 2×2×2 voxels: {read}"
+    );
+    assert_eq!(read["materials"]["Grass"]["volume"], 512.0, "{read}");
+    assert_eq!(read["bounds"], json!({"min": [-4, 4, -4], "max": [4, 12, 4]}), "{read}");
+
+    let undone = mcp
+        .ok("studio_undo", json!({"expect": "studio-bridge: terrain fill"}))
+        .await;
+    assert_eq!(undone["done"], 1, "{undone}");
+    assert_eq!(
+        mcp.ok("studio_terrain", region.clone()).await["occupied"],
+        0,
+        "the fill is undone"
+    );
+
+    mcp.ok("studio_undo", json!({})).await; // nothing left of ours: a no-op
+    mcp.ok(
+        "studio_terrain",
+        json!({"action": "fill", "shape": "block", "position": [0, 8, 0], "size": [8, 8, 8], "material": "Grass"}),
+    )
+    .await;
+    let replaced = exchange(
+        &mcp,
+        "studio_terrain",
+        json!({"action": "replace", "min": [-16, 0, -16], "max": [16, 32, 16], "from": "Grass", "to": "Rock"}),
+    )
+    .await;
+    assert_eq!(
+        replaced["replaced"],
+        json!({"from": "Grass", "to": "Rock"}),
+        "{replaced}"
+    );
+    let rock = mcp.ok("studio_terrain", region.clone()).await;
+    assert_eq!(rock["materials"]["Rock"]["voxels"], 8, "{rock}");
+    assert!(rock["materials"].get("Grass").is_none(), "{rock}");
+    let cleared = exchange(
+        &mcp,
+        "studio_terrain",
+        json!({"action": "clear", "min": [-16, 0, -16], "max": [16, 32, 16]}),
+    )
+    .await;
+    assert!(cleared.get("cleared").is_some(), "{cleared}");
+    assert_eq!(mcp.ok("studio_terrain", region).await["occupied"], 0);
+
+    let misaligned = mcp
+        .err(
+            "studio_terrain",
+            json!({"action": "read", "min": [1, 0, 0], "max": [8, 8, 8]}),
+        )
+        .await;
+    assert_eq!(misaligned["code"], "invalid_args", "{misaligned}");
+    assert!(
+        misaligned["message"].as_str().unwrap().contains("use min [0, 0, 0]"),
+        "{misaligned}"
+    );
+    let typo = mcp
+        .err(
+            "studio_terrain",
+            json!({"action": "fill", "shape": "ball", "position": [0, 0, 0], "radius": 4, "material": "Gras"}),
+        )
+        .await;
+    assert_eq!(typo["code"], "invalid_args", "{typo}");
+    assert!(
+        typo["message"].as_str().unwrap().contains("Grass"),
+        "did you mean: {typo}"
+    );
+    let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
+}
+
+/// In read-only mode terrain reads, and its writes are refused before Studio.
+#[tokio::test]
+async fn read_only_terrain_reads_and_never_writes() {
+    let rbxm = installed_plugin().await;
+    let port = free_port();
+    let mcp = Mcp::spawn_paired(port, &["--read-only"]).await;
+    let mut studio = HeadlessStudio::start(port, &rbxm, "edit");
+    studio
+        .wait_for_line("[harness] connected context=edit", Duration::from_secs(30))
+        .await;
+    let read = mcp
+        .ok(
+            "studio_terrain",
+            json!({"action": "read", "min": [0, 0, 0], "max": [8, 8, 8]}),
+        )
+        .await;
+    assert_eq!(read["occupied"], 0);
+    let refused = mcp
+        .err(
+            "studio_terrain",
+            json!({"action": "clear", "min": [0, 0, 0], "max": [8, 8, 8]}),
+        )
+        .await;
+    assert_eq!(refused["code"], "permission_denied", "{refused}");
+    let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
+}

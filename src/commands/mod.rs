@@ -33,6 +33,7 @@ pub mod sessions;
 pub mod state;
 pub mod stats;
 pub mod target;
+pub mod terrain;
 pub mod test_run;
 pub mod ui;
 pub mod undo;
@@ -468,6 +469,7 @@ pub static ALL: &[&dyn DynCommand] = &[
     erased::<update::Update>(),
     erased::<insert_asset::InsertAsset>(),
     erased::<asset_search::AssetSearch>(),
+    erased::<terrain::Terrain>(),
     erased::<input::Input>(),
     erased::<ui::Ui>(),
     erased::<character::Character>(),
@@ -919,6 +921,7 @@ mod tests {
             ("update", &["write"]),
             ("insert_asset", &["write", "assets"]),
             ("asset_search", &["read"]),
+            ("terrain", &["read"]),
             ("input", &["play"]),
             ("ui", &["read"]),
             ("character", &["play"]),

@@ -69,6 +69,7 @@ mod tests {
                 "studio_script_search",
                 "studio_selection",
                 "studio_asset_search",
+                "studio_terrain",
                 "studio_ui",
             ]
         );

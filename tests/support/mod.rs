@@ -12,7 +12,7 @@ pub mod studio;
 use std::time::{Duration, Instant};
 
 /// Every tool, in the order `tools/list` gives them.
-pub const TOOLS: [&str; 30] = [
+pub const TOOLS: [&str; 31] = [
     "studio_sessions",
     "studio_target",
     "studio_api",
@@ -37,6 +37,7 @@ pub const TOOLS: [&str; 30] = [
     "studio_update",
     "studio_insert_asset",
     "studio_asset_search",
+    "studio_terrain",
     "studio_input",
     "studio_ui",
     "studio_character",
