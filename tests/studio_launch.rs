@@ -416,6 +416,10 @@ async fn run_exits_0_on_success_and_1_on_a_script_error_through_either_path() {
         String::from_utf8_lossy(&ok.stderr)
     );
     assert!(stdout.contains("checking the door"), "{stdout}");
+    assert!(
+        !stdout.contains("[StudioBridge]"),
+        "the plugin's own lines are not the script's: {stdout}"
+    );
     assert!(stdout.contains("Workspace.Door"), "{stdout}");
     assert!(stdout.contains('2'), "{stdout}");
     assert!(
@@ -432,7 +436,10 @@ async fn run_exits_0_on_success_and_1_on_a_script_error_through_either_path() {
     let result: Json = serde_json::from_slice(&failed.stdout).unwrap();
     assert_eq!(result["success"], false, "{result}");
     assert!(
-        result["error"].as_str().unwrap().contains("the door is stuck"),
+        result["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("script:1: the door is stuck"),
         "{result}"
     );
     assert_eq!(result["via"], "plugin");

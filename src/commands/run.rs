@@ -167,6 +167,35 @@ fn mark(token: &str) -> String {
 /// regardless of whether HTTP requests are enabled"; an Instance as its full name, anything
 /// JSON cannot hold as its tostring), then the wait for the acknowledgement.
 fn wrapper(token: &str, script: &str) -> String {
+    let mut wrapped = wrapper_head(token);
+    wrapped.push_str(script);
+    let mark = mark(token);
+    wrapped.push_str(&format!(
+        r#"
+end
+local outcome = table.pack(xpcall(body, function(message)
+	return tostring(message)
+end))
+if outcome[1] then
+	local returns = {{}}
+	for i = 2, outcome.n do
+		table.insert(returns, encode(outcome[i]))
+	end
+	print("{mark} result " .. '{{"success":true,"returns":[' .. table.concat(returns, ",") .. "]}}")
+else
+	print("{mark} result " .. '{{"success":false,"returns":[],"error":' .. encode(outcome[2]) .. "}}")
+end
+local waitUntil = os.clock() + {ACK_WAIT_S}
+while game:GetAttribute("{ACK_ATTRIBUTE}") ~= "{token}" and os.clock() < waitUntil do
+	task.wait(0.1)
+end
+"#
+    ));
+    wrapped
+}
+
+/// The wrapper up to the script's first line.
+fn wrapper_head(token: &str) -> String {
     let mark = mark(token);
     format!(
         r#"-- studio-bridge run: the script below, wrapped so that studio-bridge can read its result.
@@ -189,24 +218,47 @@ local function encode(value: any): string
 end
 print("{mark} start")
 local function body(...)
-{script}
-end
-local outcome = table.pack(xpcall(body, debug.traceback))
-if outcome[1] then
-	local returns = {{}}
-	for i = 2, outcome.n do
-		table.insert(returns, encode(outcome[i]))
-	end
-	print("{mark} result " .. '{{"success":true,"returns":[' .. table.concat(returns, ",") .. "]}}")
-else
-	print("{mark} result " .. '{{"success":false,"returns":[],"error":' .. encode(tostring(outcome[2])) .. "}}")
-end
-local waitUntil = os.clock() + {ACK_WAIT_S}
-while game:GetAttribute("{ACK_ATTRIBUTE}") ~= "{token}" and os.clock() < waitUntil do
-	task.wait(0.1)
-end
 "#
     )
+}
+
+/// `text` (an error) with the wrapper's chunk name and line numbers, wherever Studio names
+/// them (`[string "/tmp/studio-bridge-run-<token>.luau"]:21:`, or the bare path), made the
+/// script's own: `script:1:`.
+fn in_script_lines(text: &str, token: &str) -> String {
+    let offset = wrapper_head(token).lines().count();
+    let file = format!("studio-bridge-run-{token}.luau");
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(&file) {
+        // The chunk name starts at `[string "` before the file, else at the path's start.
+        let before = &rest[..at];
+        let start = before
+            .rfind("[string \"")
+            .or_else(|| before.rfind(|c: char| c.is_whitespace()).map(|i| i + 1))
+            .unwrap_or(0);
+        let mut end = at + file.len();
+        if rest[end..].starts_with("\"]") {
+            end += 2;
+        }
+        let digits: String = rest[end..]
+            .strip_prefix(':')
+            .unwrap_or("")
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        out.push_str(&rest[..start]);
+        match digits.parse::<usize>() {
+            Ok(line) if line > offset => {
+                out.push_str(&format!("script:{}", line - offset));
+                end += 1 + digits.len();
+            }
+            _ => out.push_str("script"),
+        }
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// What the marked lines say, once the result line is among them.
@@ -275,7 +327,7 @@ async fn run_in_studio(
                     } else {
                         spawned.forget();
                     }
-                    return Ok(finish(read, "plugin", started_at));
+                    return Ok(finish(read, "plugin", started_at, token));
                 }
                 Ok(None) => {}
                 Err(started) => script_ran |= started,
@@ -285,7 +337,7 @@ async fn run_in_studio(
             spawned.forget();
             let text = std::fs::read_to_string(&files.output).unwrap_or_default();
             return match read_lines(token, text.lines().map(|line| ("Output", line))) {
-                Some(read) => Ok(finish(read, "outputFile", started_at)),
+                Some(read) => Ok(finish(read, "outputFile", started_at, token)),
                 None => Err(ToolError::new(
                     ErrorCode::SessionLost,
                     format!(
@@ -329,7 +381,7 @@ async fn run_in_studio(
     Err(failure)
 }
 
-fn finish(read: Read, via: &str, started: tokio::time::Instant) -> RunResult {
+fn finish(read: Read, via: &str, started: tokio::time::Instant, token: &str) -> RunResult {
     let success = read.result.get("success") == Some(&Json::Bool(true));
     RunResult {
         success,
@@ -339,7 +391,11 @@ fn finish(read: Read, via: &str, started: tokio::time::Instant) -> RunResult {
             .and_then(Json::as_array)
             .cloned()
             .unwrap_or_default(),
-        error: read.result.get("error").and_then(Json::as_str).map(str::to_owned),
+        error: read
+            .result
+            .get("error")
+            .and_then(Json::as_str)
+            .map(|error| in_script_lines(error, token)),
         logs: read.logs,
         duration_ms: started.elapsed().as_millis() as u64,
         via: via.to_owned(),
@@ -349,7 +405,8 @@ fn finish(read: Read, via: &str, started: tokio::time::Instant) -> RunResult {
 /// The run's lines from the session's log (`logs` from the start of its buffer). Ok(None):
 /// no result yet; Err(true): the script has started, Err(false): not yet.
 async fn read_from_plugin(cx: &Invocation, session_id: &str, token: &str) -> Result<Option<Read>, bool> {
-    let args = serde_json::json!({"since": 0, "count": 10000, "includeInternal": true});
+    // The plugin's own lines ("[StudioBridge] …") are left out; the marks are not its own.
+    let args = serde_json::json!({"since": 0, "count": 10000});
     let Ok(reply) = cx
         .bridge
         .call(edit_call(session_id, "logs", &args), cx.hooks.clone())
@@ -467,6 +524,20 @@ mod tests {
             ),
         ];
         assert_eq!(read_lines(token, prefixed).unwrap().result["error"], "boom");
+    }
+
+    #[test]
+    fn errors_name_the_scripts_own_lines() {
+        let token = "abc";
+        let offset = wrapper_head(token).lines().count();
+        let wrapped = wrapper(token, "local a = 1\nerror('stuck')");
+        let line = wrapped.lines().position(|l| l == "error('stuck')").unwrap() + 1;
+        assert_eq!(line - offset, 2, "the script's second line");
+        let lune = format!("[string \"/tmp/studio-bridge-run-abc.luau\"]:{line}: stuck");
+        assert_eq!(in_script_lines(&lune, token), "script:2: stuck");
+        let bare = format!("/tmp/studio-bridge-run-abc.luau:{line}: stuck");
+        assert_eq!(in_script_lines(&bare, token), "script:2: stuck");
+        assert_eq!(in_script_lines("no chunk here", token), "no chunk here");
     }
 
     #[test]
