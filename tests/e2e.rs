@@ -41,6 +41,7 @@ async fn tools_are_listed_in_a_stable_order_with_schemas_and_annotations() {
             "studio_redo",
             "studio_play",
             "studio_test_run",
+            "studio_debug",
             "studio_create",
             "studio_update",
             "studio_insert_asset",

@@ -43,6 +43,7 @@ async fn read_only_offers_only_reads_and_a_refused_call_never_reaches_studio() {
         "studio_script_edit",
         "studio_play",
         "studio_test_run",
+        "studio_debug",
         "studio_delete",
         "studio_clone",
         "studio_undo",

@@ -11,6 +11,8 @@ mod support;
 mod cli;
 #[path = "cli_human.rs"]
 mod cli_human;
+#[path = "debugger.rs"]
+mod debugger;
 #[path = "doctor.rs"]
 mod doctor;
 #[path = "e2e.rs"]

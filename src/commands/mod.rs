@@ -10,6 +10,7 @@ pub mod character;
 pub mod clone;
 pub mod close;
 pub mod create;
+pub mod debug;
 pub mod delete;
 pub mod exec;
 pub mod files;
@@ -460,6 +461,7 @@ pub static ALL: &[&dyn DynCommand] = &[
     erased::<script_edit::ScriptEdit>(),
     erased::<play::Play>(),
     erased::<test_run::TestRun>(),
+    erased::<debug::Debug>(),
     erased::<delete::Delete>(),
     erased::<clone::Clone>(),
     erased::<selection::Selection>(),
@@ -912,6 +914,7 @@ mod tests {
             ("script_edit", &["write", "code"]),
             ("play", &["play"]),
             ("test_run", &["code", "play"]),
+            ("debug", &["code"]),
             ("delete", &["write"]),
             ("clone", &["write"]),
             ("selection", &["read"]),

@@ -48,6 +48,9 @@ pub struct TestRunArgs {
     #[schemars(extend("default" = true))]
     #[serde(default = "super::check_by_default", skip_serializing)]
     pub check: bool,
+    /// Each script's covered lines
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub coverage: bool,
 }
 
 /// How long a multiplayer test's server waits for its players before it runs the script
@@ -75,6 +78,10 @@ pub struct TestRunResult {
     pub timed_out: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub truncated: Option<bool>,
+    /// With `coverage`: `{scripts: [{path, covered: [line], lines, functions?}], totals, cut?}`,
+    /// or `{error}` where the engine refused (ScriptContext:EnableCoverage).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<serde_json::Map<String, Json>>,
 }
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]

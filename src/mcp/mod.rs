@@ -201,12 +201,13 @@ pub fn catalogue_bytes(tool: &Tool) -> usize {
 
 /// The whole catalogue's budget in bytes ([`catalogue_bytes`] summed over every tool): 12,000
 /// for the 25 tools of #41, 14,000 with the long tail's (#44), 15,500 with Studio from
-/// outside's three (#47: open, run, close), 17,500 with Open Cloud's (#45).
-pub const CATALOGUE_BUDGET: usize = 15_500;
+/// outside's three (#47: open, run, close), 16,700 with the debugger (#48); Open Cloud's
+/// (#45) will need about 2,000 more.
+pub const CATALOGUE_BUDGET: usize = 16_700;
 
-/// The most one tool may cost: 1,100, which `terrain` needs (four actions' arguments, each
-/// vector a closed `[x, y, z]`, in one tool instead of four).
-pub const TOOL_BUDGET: usize = 1_100;
+/// The most one tool may cost: 1,150, which `terrain` and `debug` need (each several
+/// actions' arguments in one tool instead of several tools).
+pub const TOOL_BUDGET: usize = 1_150;
 
 /// Every tool as `tools/list` lists it.
 pub fn catalogue() -> Vec<Tool> {

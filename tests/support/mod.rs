@@ -12,7 +12,7 @@ pub mod studio;
 use std::time::{Duration, Instant};
 
 /// Every tool, in the order `tools/list` gives them.
-pub const TOOLS: [&str; 31] = [
+pub const TOOLS: [&str; 32] = [
     "studio_sessions",
     "studio_target",
     "studio_api",
@@ -28,6 +28,7 @@ pub const TOOLS: [&str; 31] = [
     "studio_script_edit",
     "studio_play",
     "studio_test_run",
+    "studio_debug",
     "studio_delete",
     "studio_clone",
     "studio_selection",
