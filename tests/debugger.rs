@@ -133,3 +133,49 @@ async fn test_run_with_coverage_lists_the_lines_that_ran() {
     assert!(plain.get("coverage").is_none(), "no coverage unless asked: {plain}");
     let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
 }
+
+/// studio-bridge gone for good (no host welcomes the session again within 15 s): the
+/// plugin removes the breakpoints it set, as `clear` would.
+#[tokio::test]
+async fn breakpoints_go_when_studio_bridge_is_gone() {
+    use crate::support::free_port;
+    use crate::support::lune::HeadlessStudio;
+    use crate::support::mcp_client::Mcp;
+    use crate::support::studio::installed_plugin;
+    use std::time::Duration;
+
+    let rbxm = installed_plugin().await;
+    let port = free_port();
+    let first = Mcp::spawn_paired(port, &[]).await;
+    let mut studio = HeadlessStudio::start(port, &rbxm, "edit");
+    studio
+        .wait_for_line("[harness] connected context=edit", Duration::from_secs(30))
+        .await;
+    first
+        .ok(
+            "studio_create",
+            json!({"items": [{"className": "Script", "parent": "ServerScriptService", "name": "Loop", "source": LOOP}]}),
+        )
+        .await;
+    first
+        .ok(
+            "studio_debug",
+            json!({"action": "break", "path": "ServerScriptService.Loop", "line": 3}),
+        )
+        .await;
+    // The host goes away (killed, as a crash or a closed agent would leave it).
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &first.pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    drop(first);
+    tokio::time::sleep(Duration::from_secs(17)).await;
+    let second = Mcp::spawn_paired(port, &[]).await;
+    studio
+        .wait_for_line("[harness] connected context=edit", Duration::from_secs(30))
+        .await;
+    let listed = second.ok("studio_debug", json!({"action": "breakpoints"})).await;
+    assert_eq!(listed["breakpoints"], json!([]), "{listed}");
+    let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
+}

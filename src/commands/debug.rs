@@ -110,7 +110,7 @@ pub struct DebugResult {
     pub message: Option<String>,
     /// unbreak: whether one of ours was there; clear: how many.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub removed: Option<Json>,
+    pub removed: Option<Removed>,
     /// breakpoints: ours, `{path, line, condition?, log?, hits, remaining}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub breakpoints: Option<Vec<Map<String, Json>>>,
@@ -126,6 +126,14 @@ pub struct DebugResult {
     /// hits: captures dropped from the plugin's store (it keeps the latest 200).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dropped: Option<u64>,
+}
+
+/// `unbreak`'s flag or `clear`'s count.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Removed {
+    Flag(bool),
+    Count(u64),
 }
 
 pub struct Debug;

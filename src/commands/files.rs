@@ -16,7 +16,8 @@ pub struct Files {
     /// A top-level `path` (script_read): `file` beside it.
     pub path: bool,
     /// Arrays of objects with a `path` (and maybe a `className`: find, script_search):
-    /// `file` on each mapped one.
+    /// `file` on each mapped one. A dotted key reaches into an object (test_run's
+    /// `coverage.scripts`).
     pub path_objects: &'static [&'static str],
     /// Arrays of path strings (create's `created`): `files: {path: file}` for the mapped ones.
     pub path_lists: &'static [&'static str],
@@ -67,7 +68,10 @@ impl Files {
                 object.insert("file".into(), Json::String(file.to_owned()));
             }
             for key in self.path_objects {
-                for item in object.get_mut(*key).and_then(Json::as_array_mut).into_iter().flatten() {
+                let mut steps = key.split('.');
+                let first = steps.next().and_then(|step| object.get_mut(step));
+                let array = steps.try_fold(first, |at, step| Some(at?.get_mut(step))).flatten();
+                for item in array.and_then(Json::as_array_mut).into_iter().flatten() {
                     mark(item, map);
                 }
             }
@@ -218,6 +222,25 @@ mod tests {
         }
         .annotate(&mut none, Some(&map));
         assert_eq!(none.get("files"), None, "no empty map");
+
+        // A dotted key reaches into an object: test_run's coverage.
+        let mut covered = json!({"coverage": {"scripts": [
+            {"path": "game.ServerScriptService.Main", "covered": [1]},
+            {"path": "game.Workspace.Local", "covered": [2]}], "totals": {"scripts": 2}}});
+        Files {
+            path_objects: &["coverage.scripts"],
+            ..Files::NONE
+        }
+        .annotate(&mut covered, Some(&map));
+        assert_eq!(covered["coverage"]["scripts"][0]["file"], FILE);
+        assert_eq!(covered["coverage"]["scripts"][1].get("file"), None);
+        let mut refused = json!({"coverage": {"error": "EnableCoverage is not enabled"}});
+        Files {
+            path_objects: &["coverage.scripts"],
+            ..Files::NONE
+        }
+        .annotate(&mut refused, Some(&map));
+        assert_eq!(refused, json!({"coverage": {"error": "EnableCoverage is not enabled"}}));
     }
 
     #[test]

@@ -78,8 +78,9 @@ pub struct TestRunResult {
     pub timed_out: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub truncated: Option<bool>,
-    /// With `coverage`: `{scripts: [{path, covered: [line], lines, functions?}], totals, cut?}`,
-    /// or `{error}` where the engine refused (ScriptContext:EnableCoverage).
+    /// With `coverage`: `{scripts: [{path, file?, covered: [line], lines, functions?}],
+    /// totals, cut?}` (file: from the project's sourcemap), or `{error}` where the engine
+    /// refused (ScriptContext:EnableCoverage).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coverage: Option<serde_json::Map<String, Json>>,
 }
@@ -124,6 +125,7 @@ impl Command for TestRun {
     const FILES: super::files::Files = super::files::Files {
         messages: &["error"],
         entries: &["logs"],
+        path_objects: &["coverage.scripts"],
         ..super::files::Files::NONE
     };
 
