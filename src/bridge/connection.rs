@@ -598,6 +598,14 @@ fn deliver(message: PluginMessage, link: &Link, session_id: &str, registry: &Reg
             {
                 registry.set_state(session_id, state.to_owned());
             }
+            if event == "paused"
+                && let Some(paused) = data
+                    .as_map()
+                    .and_then(|entries| entries.iter().find(|(key, _)| key.as_str() == Some("paused")))
+                    .and_then(|(_, paused)| paused.as_bool())
+            {
+                registry.set_paused(session_id, paused);
+            }
             match budgets.events.admit(session_id, tokio::time::Instant::now()) {
                 Admit::Drop => return,
                 Admit::AfterGap(gap) => registry.publish_event(gap),

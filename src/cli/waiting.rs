@@ -134,6 +134,7 @@ mod tests {
             player: None,
             studio_version: None,
             missing: Vec::new(),
+            paused: false,
         }
     }
 

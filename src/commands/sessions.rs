@@ -123,7 +123,11 @@ impl Render for Sessions {
             }
             row.extend([
                 text(session, "state"),
-                text(session, "status"),
+                if session.get("paused") == Some(&Json::Bool(true)) {
+                    "paused".to_owned()
+                } else {
+                    text(session, "status")
+                },
                 text(session, "placeName"),
                 session
                     .get("uptimeMs")

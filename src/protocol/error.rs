@@ -42,6 +42,11 @@ pub enum ErrorCode {
     /// This Studio lacks an engine member the tool needs (`details.member`, `Class.Member`,
     /// and `details.engine`, the engine's words); nothing was attempted.
     Unsupported,
+    /// A person paused studio-bridge in Studio's Studio Bridge panel; nothing was done.
+    Paused,
+    /// A person in Studio denied the call, or did not answer within its deadline; nothing
+    /// was written.
+    Denied,
 }
 
 impl ErrorCode {
@@ -71,6 +76,8 @@ impl ErrorCode {
             ErrorCode::NotClickable => "not_clickable",
             ErrorCode::Ambiguous => "ambiguous",
             ErrorCode::Unsupported => "unsupported",
+            ErrorCode::Paused => "paused",
+            ErrorCode::Denied => "denied",
         }
     }
 
@@ -168,6 +175,8 @@ mod tests {
             ErrorCode::NotClickable,
             ErrorCode::Ambiguous,
             ErrorCode::Unsupported,
+            ErrorCode::Paused,
+            ErrorCode::Denied,
         ] {
             assert_eq!(ErrorCode::parse(code.as_str()), Some(code));
             assert_eq!(serde_json::to_value(code).unwrap(), Json::String(code.as_str().into()));

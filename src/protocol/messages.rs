@@ -60,6 +60,8 @@ pub struct Hello {
     /// engine members its probes found missing (`Class.Member`). Absent from older plugins.
     pub studio_version: Option<String>,
     pub missing: Vec<String>,
+    /// A person paused studio-bridge in Studio's panel: every call is answered `paused`.
+    pub paused: bool,
 }
 
 /// The error half of a plugin `response`.
@@ -407,6 +409,8 @@ fn parse_hello(fields: &mut Fields) -> Result<Hello, FrameError> {
         Some(Msgpack::Array(items)) => items.into_iter().filter_map(into_string).collect(),
         _ => Vec::new(),
     };
+    // Anything but `true` is not paused (older plugins say nothing).
+    let paused = matches!(fields.take("paused"), Some(Msgpack::Boolean(true)));
     Ok(Hello {
         protocol,
         plugin_version,
@@ -422,6 +426,7 @@ fn parse_hello(fields: &mut Fields) -> Result<Hello, FrameError> {
         player,
         studio_version,
         missing,
+        paused,
     })
 }
 
@@ -722,6 +727,7 @@ mod tests {
             panic!("not a hello");
         };
         assert_eq!(hello.studio_version.as_deref(), Some("0.700.0.7000123"));
+        assert!(!hello.paused, "not paused unless it says so");
         assert_eq!(
             hello.missing,
             ["StudioTestService.ExecuteMultiplayerTestAsync"],

@@ -61,6 +61,10 @@ pub struct SessionInfo {
     /// `unsupported`; `studio-bridge doctor --studio` says which.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing: Vec<String>,
+    /// A person paused studio-bridge in this Studio's panel: calls are answered `paused`
+    /// until they resume it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub paused: bool,
 }
 
 /// The last plugin this host refused (unpaired, or of another protocol), so that a person
@@ -241,6 +245,7 @@ impl Registry {
                 player: s.hello.player.clone(),
                 studio_version: s.hello.studio_version.clone(),
                 missing: s.hello.missing.clone(),
+                paused: s.hello.paused,
             })
             .collect()
     }
@@ -349,6 +354,22 @@ impl Registry {
         }
     }
 
+    /// A `paused` event: the Studio's pause, which applies to every session it carries
+    /// (one panel a Studio), so every session of its instance says it.
+    pub fn set_paused(&self, session_id: &str, paused: bool) {
+        let mut sessions = lock(&self.sessions);
+        let Some(instance) = sessions
+            .iter()
+            .find(|s| s.hello.session_id == session_id)
+            .map(|s| s.hello.instance_id.clone())
+        else {
+            return;
+        };
+        for session in sessions.iter_mut().filter(|s| s.hello.instance_id == instance) {
+            session.hello.paused = paused;
+        }
+    }
+
     #[cfg(test)]
     fn with_graces(port: u16, reconnect: Duration, startup: Duration) -> Arc<Registry> {
         let mut registry = Registry::new(port, 1 << 20);
@@ -413,6 +434,7 @@ mod tests {
             player: None,
             studio_version: None,
             missing: Vec::new(),
+            paused: false,
         }
     }
 
@@ -564,6 +586,34 @@ mod tests {
         })
         .await
         .expect("removed within the grace");
+    }
+
+    #[test]
+    fn a_pause_covers_every_session_of_its_studio_and_no_other() {
+        let registry = Registry::with_graces(0, Duration::from_secs(10), Duration::ZERO);
+        let (tx, _rx) = mpsc::unbounded_channel();
+        registry.connect(hello("A-edit"), Link::new(Framing::Binary, tx.clone()));
+        let mut server = hello("A-server");
+        server.context = Context::Server;
+        registry.connect(server, Link::new(Framing::Binary, tx.clone()));
+        let mut other = hello("B-edit");
+        other.instance_id = "B".into();
+        registry.connect(other, Link::new(Framing::Binary, tx));
+        let paused = |registry: &Registry| -> Vec<(String, bool)> {
+            let mut listed: Vec<(String, bool)> =
+                registry.sessions().into_iter().map(|s| (s.session_id, s.paused)).collect();
+            listed.sort();
+            listed
+        };
+        registry.set_paused("A-edit", true);
+        assert_eq!(
+            paused(&registry),
+            [("A-edit".into(), true), ("A-server".into(), true), ("B-edit".into(), false)]
+        );
+        registry.set_paused("A-edit", false);
+        assert!(paused(&registry).iter().all(|(_, p)| !p));
+        registry.set_paused("nobody", true);
+        assert!(paused(&registry).iter().all(|(_, p)| !p), "an unknown session changes nothing");
     }
 
     #[tokio::test]
