@@ -262,10 +262,19 @@ impl Registry {
     /// is taken over: the old connection is closed with 4001 and its calls fail with
     /// `session_lost` (a half-open old socket must never lock a reconnecting plugin out).
     /// Returns the generation to hand back to [`Registry::disconnect`].
-    pub fn connect(&self, hello: Hello, link: Arc<Link>) -> u64 {
+    pub fn connect(&self, mut hello: Hello, link: Arc<Link>) -> u64 {
         let generation = self.next_generation.fetch_add(1, Ordering::Relaxed);
         let replaced = {
             let mut sessions = lock(&self.sessions);
+            // The pause is the Studio's (its edit plugin's panel): a playtest session the
+            // edit plugin carries is paused with its edit session.
+            if hello.context != Context::Edit
+                && sessions.iter().any(|s| {
+                    s.hello.instance_id == hello.instance_id && s.hello.context == Context::Edit && s.hello.paused
+                })
+            {
+                hello.paused = true;
+            }
             match sessions.iter_mut().find(|s| s.hello.session_id == hello.session_id) {
                 Some(existing) => {
                     existing.hello = hello;
@@ -600,20 +609,36 @@ mod tests {
         other.instance_id = "B".into();
         registry.connect(other, Link::new(Framing::Binary, tx));
         let paused = |registry: &Registry| -> Vec<(String, bool)> {
-            let mut listed: Vec<(String, bool)> =
-                registry.sessions().into_iter().map(|s| (s.session_id, s.paused)).collect();
+            let mut listed: Vec<(String, bool)> = registry
+                .sessions()
+                .into_iter()
+                .map(|s| (s.session_id, s.paused))
+                .collect();
             listed.sort();
             listed
         };
         registry.set_paused("A-edit", true);
         assert_eq!(
             paused(&registry),
-            [("A-edit".into(), true), ("A-server".into(), true), ("B-edit".into(), false)]
+            [
+                ("A-edit".into(), true),
+                ("A-server".into(), true),
+                ("B-edit".into(), false)
+            ]
         );
+        // A playtest session that joins a paused Studio is paused with it.
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let mut client = hello("A-client");
+        client.context = Context::Client;
+        registry.connect(client, Link::new(Framing::Binary, tx));
+        assert!(paused(&registry).contains(&("A-client".into(), true)));
         registry.set_paused("A-edit", false);
         assert!(paused(&registry).iter().all(|(_, p)| !p));
         registry.set_paused("nobody", true);
-        assert!(paused(&registry).iter().all(|(_, p)| !p), "an unknown session changes nothing");
+        assert!(
+            paused(&registry).iter().all(|(_, p)| !p),
+            "an unknown session changes nothing"
+        );
     }
 
     #[tokio::test]
