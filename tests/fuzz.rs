@@ -138,10 +138,11 @@ fn plugin_message() -> impl Strategy<Value = (Msgpack, Routed)> {
         text(),
         any::<i32>(),
         proptest::collection::vec(text(), 0..4),
+        any::<bool>(),
     )
         .prop_filter("a hello names its session", |h| !h.1.is_empty())
         .prop_map(
-            |(version, session_id, instance_id, context, state, place_id, actions)| {
+            |(version, session_id, instance_id, context, state, place_id, actions, paused)| {
                 let wire = map(vec![
                     ("t", "hello".into()),
                     ("protocol", 1.into()),
@@ -161,6 +162,7 @@ fn plugin_message() -> impl Strategy<Value = (Msgpack, Routed)> {
                     // sent by plugins before mutual pairing) is never read.
                     ("nonce", "AAECAwQFBgcICQoLDA0ODw==".into()),
                     ("pairing", "secret".into()),
+                    ("paused", paused.into()),
                 ]);
                 let hello = Hello {
                     protocol: 1,
@@ -177,6 +179,7 @@ fn plugin_message() -> impl Strategy<Value = (Msgpack, Routed)> {
                     player: None,
                     studio_version: None,
                     missing: Vec::new(),
+                    paused,
                 };
                 (wire, PluginMessage::Hello(hello))
             },
