@@ -16,7 +16,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 use super::{Command, Invocation, Kind, Output, Render, Spec};
-use crate::bridge::{Call, Target};
 use crate::human::render::{Rendered, Style, clean};
 use crate::launch::opened::{self, Opened};
 use crate::launch::process::{self, Liveness};
@@ -169,19 +168,7 @@ enum Unsaved {
 
 /// Whether the session's undo history has steps, through the plugin's `state`.
 async fn unsaved(cx: &Invocation, session_id: &str) -> Result<Unsaved, ToolError> {
-    let call = Call {
-        target: Target {
-            session_id: Some(session_id.to_owned()),
-            instance_id: None,
-            context: Some(Context::Edit),
-        },
-        action: "state".to_owned(),
-        args: rmpv::Value::Map(Vec::new()),
-        default_context: Context::Edit,
-        timeout: Duration::from_secs(10),
-        plugin_timeout: None,
-        operation_id: None,
-    };
+    let call = super::open::edit_call(session_id, "state", &Json::Object(serde_json::Map::new()));
     let reply = match cx.bridge.call(call, cx.hooks.clone()).await {
         Ok(reply) => reply,
         // Not connected (wedged, or gone past its reconnect grace): nothing to ask.

@@ -402,6 +402,24 @@ fn log_file() -> PathBuf {
     std::env::temp_dir().join(format!("studio-bridge-studio-{}.log", uuid::Uuid::new_v4().simple()))
 }
 
+/// A call of `action` to the edit DataModel of the session `session_id` (a Studio this
+/// module started): `close` asks its `state`, `run` reads its `logs` and acknowledges.
+pub(super) fn edit_call(session_id: &str, action: &str, args: &Json) -> crate::bridge::Call {
+    crate::bridge::Call {
+        target: crate::bridge::Target {
+            session_id: Some(session_id.to_owned()),
+            instance_id: None,
+            context: Some(Context::Edit),
+        },
+        action: action.to_owned(),
+        args: crate::protocol::value::from_json(args),
+        default_context: Context::Edit,
+        timeout: Duration::from_secs(10),
+        plugin_timeout: None,
+        operation_id: None,
+    }
+}
+
 /// Progress for the caller: MCP progress notifications (the CLI says them on a terminal).
 pub(super) fn report(cx: &Invocation, step: f64, message: String) {
     tracing::info!("{message}");

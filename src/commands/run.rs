@@ -20,9 +20,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
-use super::open::{Spawned, place_file, report, stage};
+use super::open::{Spawned, edit_call, place_file, report, stage};
 use super::{Command, Invocation, Kind, Output, Render, Spec};
-use crate::bridge::{Call, Target};
 use crate::human::render::{self, Rendered, Style};
 use crate::launch::process;
 use crate::launch::studio::{self, Place};
@@ -443,22 +442,6 @@ async fn acknowledge(cx: &Invocation, session_id: &str, token: &str) {
         .await
     {
         tracing::warn!(%error, "could not tell the run's script that its result was read; Studio quits when its wait ends");
-    }
-}
-
-fn edit_call(session_id: &str, action: &str, args: &Json) -> Call {
-    Call {
-        target: Target {
-            session_id: Some(session_id.to_owned()),
-            instance_id: None,
-            context: Some(Context::Edit),
-        },
-        action: action.to_owned(),
-        args: value::from_json(args),
-        default_context: Context::Edit,
-        timeout: Duration::from_secs(10),
-        plugin_timeout: None,
-        operation_id: None,
     }
 }
 
