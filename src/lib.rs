@@ -7,6 +7,7 @@
 pub mod bridge;
 pub mod capture;
 pub mod cli;
+pub mod cloud;
 pub mod commands;
 pub mod config;
 pub mod human;

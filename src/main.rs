@@ -17,6 +17,14 @@ fn main() -> ExitCode {
     let Some((name, sub)) = matches.subcommand() else {
         return ExitCode::FAILURE;
     };
+    // `studio-bridge cloud <verb>`: login and logout, or an Open Cloud command of the table.
+    let (name, sub) = match (name, sub.subcommand()) {
+        ("cloud", Some(("login", _))) => return cli::cloud::login(),
+        ("cloud", Some(("logout", _))) => return cli::cloud::logout(),
+        ("cloud", Some((verb, sub))) => (cli::cloud_command(verb), sub),
+        ("cloud", None) => return ExitCode::FAILURE,
+        _ => (name, sub),
+    };
     let default_level = if matches!(name, "mcp" | "serve") {
         "info"
     } else {

@@ -47,6 +47,8 @@ mod lune_specs;
 mod mcp_http;
 #[path = "mcp_reader.rs"]
 mod mcp_reader;
+#[path = "open_cloud.rs"]
+mod open_cloud;
 #[path = "pairing.rs"]
 mod pairing;
 #[path = "peers.rs"]

@@ -2,6 +2,7 @@
 //! built from each command's input schema (so nothing here knows a command by name),
 //! plus the host-side commands `mcp` and `serve`, and `doctor`.
 
+pub mod cloud;
 pub mod doctor;
 pub mod studio_probe;
 pub mod waiting;
@@ -22,7 +23,7 @@ use crate::policy::{Capability, Policy, PolicyFlags};
 use crate::protocol::{Context, DEFAULT_PORT};
 use crate::sourcemap::Watched;
 use crate::subcommands::words::{Surface, in_words_of};
-use crate::subcommands::{BRIDGE_HEADING, arguments, default_image_path, subcommand_for};
+use crate::subcommands::{BRIDGE_HEADING, arguments, cloud_verb, default_image_path, subcommand_for};
 
 /// Options shared by everything that may host the bridge.
 #[derive(Debug, Clone)]
@@ -91,6 +92,7 @@ pub fn policy_flags(matches: &ArgMatches) -> PolicyFlags {
         deny_capabilities: values("deny-capability"),
         config: matches.try_get_one::<PathBuf>("config").ok().flatten().cloned(),
         ignore_config: flag("ignore-config"),
+        allow_publish: flag("allow-publish"),
     }
 }
 
@@ -202,6 +204,7 @@ pub fn command() -> clap::Command {
                         .value_parser(clap::value_parser!(PathBuf))
                         .help("With --remote: file holding the host's peer token (else STUDIO_BRIDGE_TOKEN)"),
                 )
+                .arg(allow_publish())
                 .arg(
                     Arg::new("read-only")
                         .long("read-only")
@@ -331,10 +334,43 @@ pub fn command() -> clap::Command {
                         .help("The shell to complete in"),
                 ),
         );
+    let mut cloud = clap::Command::new("cloud")
+        .about("Roblox's Open Cloud with your API key: run Luau on Roblox's servers, publish, data stores, messages")
+        .subcommand_required(true)
+        .subcommand(clap::Command::new("login").about(
+            "Save an Open Cloud API key (read from stdin, no echo) for later calls; ROBLOX_API_KEY wins over it",
+        ))
+        .subcommand(clap::Command::new("logout").about("Remove the saved Open Cloud API key"));
     for command in commands::ALL {
-        root = root.subcommand(subcommand_for(*command).arg(ignore_config()));
+        let sub = subcommand_for(*command).arg(ignore_config());
+        if cloud_verb(*command).is_some() {
+            cloud = cloud.subcommand(if command.spec().name == "cloud_publish" {
+                sub.arg(allow_publish())
+            } else {
+                sub
+            });
+        } else {
+            root = root.subcommand(sub);
+        }
     }
-    root
+    root.subcommand(cloud)
+}
+
+/// The table's name of the command `studio-bridge cloud <verb>` runs (`exec` →
+/// `cloud_exec`).
+pub fn cloud_command(verb: &str) -> &'static str {
+    commands::ALL
+        .iter()
+        .find(|c| cloud_verb(**c).is_some_and(|v| v.replace('_', "-") == verb))
+        .map_or("", |c| c.spec().name)
+}
+
+/// `--allow-publish`, on `mcp` and `cloud publish`.
+fn allow_publish() -> Arg {
+    Arg::new("allow-publish")
+        .long("allow-publish")
+        .action(ArgAction::SetTrue)
+        .help("Allow publishing a version live players get (cloud_publish with versionType Published); as allow_publish = true in config.toml")
 }
 
 /// `studio-bridge completions <shell>`: the completion script for the whole command line,

@@ -105,7 +105,7 @@ impl Command for Api {
     type Result = ApiResult;
     const SPEC: Spec = Spec {
         name: "api",
-        description: "Look up the Roblox API offline: a class's members and types, an enum's items, a name search.",
+        description: "The Roblox API, offline: a class's members and types, an enum's items, or a name search.",
         needs_session: false,
         default_context: Context::Edit,
         timeout: Duration::from_secs(5),

@@ -52,7 +52,7 @@ impl Command for Close {
     type Result = CloseResult;
     const SPEC: Spec = Spec {
         name: "close",
-        description: "Close a Studio that studio_open opened; refuses unsaved changes unless discard.",
+        description: "Close a Studio studio_open opened; refuses unsaved changes unless discard.",
         // `sessionId` names the Studio (the session studio_open answered); left out, the one
         // Studio studio-bridge opened.
         needs_session: true,

@@ -25,7 +25,7 @@ pub struct CreateArgs {
     // about 400 bytes); the typed item below still refuses unknown or mistyped fields, by name.
     #[schemars(with = "Vec<ItemShape>")]
     pub items: Vec<CreateItem>,
-    /// false: skip the Luau syntax check.
+    /// false: no syntax check
     #[schemars(extend("default" = true))]
     #[serde(default = "super::check_by_default", skip_serializing)]
     pub check: bool,

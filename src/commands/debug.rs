@@ -52,7 +52,7 @@ pub enum ExceptionMode {
     Always,
 }
 
-/// What a breakpoint collects when it stops.
+/// What a stop collects.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Capture {
@@ -143,7 +143,7 @@ impl Command for Debug {
     type Result = DebugResult;
     const SPEC: Spec = Spec {
         name: "debug",
-        description: "Breakpoints that capture stack, variables and expressions in later playtests; read them with hits.",
+        description: "Breakpoints that capture stack, variables, expressions in later playtests; read with hits.",
         needs_session: true,
         default_context: Context::Edit,
         timeout: Duration::from_secs(75),

@@ -30,10 +30,10 @@ pub struct ExecArgs {
     /// Keep globals between calls under this name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub env: Option<String>,
-    /// game: during a test, in the game's own script VM (its module tables).
+    /// game: in a test's own script VM (its module tables).
     #[serde(default, skip_serializing_if = "Runtime::is_plugin")]
     pub runtime: Runtime,
-    /// false: skip the Luau syntax check.
+    /// false: no syntax check
     #[schemars(extend("default" = true))]
     #[serde(default = "super::check_by_default", skip_serializing)]
     pub check: bool,

@@ -85,7 +85,7 @@ impl Command for Logs {
     type Result = LogsResult;
     const SPEC: Spec = Spec {
         name: "logs",
-        description: "Read Studio's output; pass the last nextSince as since for what is new.",
+        description: "Studio's output; pass the last nextSince as since for what is new.",
         needs_session: true,
         default_context: Context::Edit,
         timeout: Duration::from_secs(10),

@@ -9,7 +9,13 @@ mod call;
 pub mod character;
 pub mod clone;
 pub mod close;
+pub mod cloud_exec;
+pub mod cloud_message;
+mod cloud_place;
+pub mod cloud_publish;
+pub mod cloud_restart;
 pub mod create;
+pub mod datastore;
 pub mod debug;
 pub mod delete;
 pub mod exec;
@@ -478,6 +484,11 @@ pub static ALL: &[&dyn DynCommand] = &[
     erased::<open::Open>(),
     erased::<run::Run>(),
     erased::<close::Close>(),
+    erased::<cloud_exec::CloudExec>(),
+    erased::<cloud_publish::CloudPublish>(),
+    erased::<datastore::Datastore>(),
+    erased::<cloud_message::CloudMessage>(),
+    erased::<cloud_restart::CloudRestart>(),
 ];
 
 pub fn find(name: &str) -> Option<&'static dyn DynCommand> {
@@ -931,6 +942,11 @@ mod tests {
             ("open", &["launch"]),
             ("run", &["code", "launch"]),
             ("close", &["launch"]),
+            ("cloud_exec", &["code", "cloud"]),
+            ("cloud_publish", &["write", "cloud"]),
+            ("datastore", &["cloud"]),
+            ("cloud_message", &["write", "cloud"]),
+            ("cloud_restart", &["write", "cloud"]),
         ];
         assert_eq!(expected.len(), ALL.len(), "every command is listed here");
         for (name, capabilities) in expected {

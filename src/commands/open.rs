@@ -48,7 +48,7 @@ pub struct OpenArgs {
     /// Place version
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<u64>,
-    /// Script to open: Path.To.Script[:LINE]
+    /// Path.To.Script[:LINE] to open
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub script: Option<String>,
     #[serde(default = "default_timeout_ms")]
@@ -80,7 +80,7 @@ impl Command for Open {
     type Result = OpenResult;
     const SPEC: Spec = Spec {
         name: "open",
-        description: "Open a place in a new Studio; answers its session once its plugin connects.",
+        description: "Open a place in a new Studio; answers its session once connected.",
         needs_session: false,
         default_context: Context::Edit,
         timeout: Duration::from_secs(610),

@@ -47,7 +47,7 @@ pub struct RunArgs {
     #[serde(default = "default_timeout_ms")]
     #[schemars(range(min = 1000, max = 600_000))]
     pub timeout_ms: u64,
-    /// false: skip the Luau syntax check.
+    /// false: no syntax check
     #[schemars(extend("default" = true))]
     #[serde(default = "super::check_by_default", skip_serializing)]
     pub check: bool,

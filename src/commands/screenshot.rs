@@ -112,7 +112,7 @@ impl Command for Screenshot {
     type Result = ScreenshotResult;
     const SPEC: Spec = Spec {
         name: "screenshot",
-        description: "Capture what Studio shows as a PNG: its own capture, else the viewport or window.",
+        description: "Studio's view as a PNG: its own capture, else the viewport or window.",
         needs_session: true,
         default_context: Context::Edit,
         timeout: Duration::from_secs(15),

@@ -39,7 +39,7 @@ pub struct ScriptEditArgs {
     // be the schema's description, and the catalogue's budget is spent; the name says it.)
     #[serde(default, skip_serializing_if = "is_false")]
     pub dry_run: bool,
-    /// false: skip the Luau syntax check.
+    /// false: no syntax check
     #[schemars(extend("default" = true))]
     #[serde(default = "super::check_by_default", skip_serializing)]
     pub check: bool,

@@ -48,7 +48,7 @@ impl Command for Stats {
     type Result = StatsResult;
     const SPEC: Spec = Spec {
         name: "stats",
-        description: "What the place costs: memory, instances by class, scripts, frame and network.",
+        description: "What the place costs: memory, instances, scripts, frame, network.",
         needs_session: true,
         default_context: Context::Edit,
         timeout: Duration::from_secs(30),

@@ -44,7 +44,7 @@ pub struct TestRunArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 8))]
     pub players: Option<u8>,
-    /// false: skip the Luau syntax check.
+    /// false: no syntax check
     #[schemars(extend("default" = true))]
     #[serde(default = "super::check_by_default", skip_serializing)]
     pub check: bool,

@@ -18,17 +18,24 @@ pub enum Capability {
     Assets,
     /// Starts or ends applications on the person's desktop (Studio: `open`, `run`, `close`).
     Launch,
+    /// Reaches Roblox's Open Cloud with the user's API key (denied while none is configured).
+    Cloud,
+    /// Publishes a version that live players get (`cloud_publish` with `Published`; denied
+    /// unless `allow_publish`).
+    Publish,
 }
 
 impl Capability {
     /// Every capability, in the order they are named.
-    pub const ALL: [Capability; 6] = [
+    pub const ALL: [Capability; 8] = [
         Capability::Read,
         Capability::Write,
         Capability::Code,
         Capability::Play,
         Capability::Assets,
         Capability::Launch,
+        Capability::Cloud,
+        Capability::Publish,
     ];
 
     /// Its name in flags, the config file and messages.
@@ -40,6 +47,8 @@ impl Capability {
             Capability::Play => "play",
             Capability::Assets => "assets",
             Capability::Launch => "launch",
+            Capability::Cloud => "cloud",
+            Capability::Publish => "publish",
         }
     }
 

@@ -12,6 +12,9 @@
 //!   capabilities its calls need, possibly by argument (`selection` with `set` writes,
 //!   `create` with a script `source` is code); a call that needs a denied one is refused.
 //! - `read_only`: `write`, `code`, `play`, `assets` and `launch` denied.
+//! - Two capabilities are denied unless something allows them: `cloud` while no Open Cloud
+//!   API key is configured (`ROBLOX_API_KEY` or `studio-bridge cloud login`), and `publish`
+//!   (a version live players get) unless `allow_publish = true` or `--allow-publish`.
 //! - `allow`: tool-name globs; when any are given, only matching tools are offered.
 //! - `deny`: tool-name globs never offered. Deny wins over allow.
 //!
@@ -82,6 +85,8 @@ pub struct PolicyFlags {
     pub config: Option<PathBuf>,
     /// `--ignore-config`: read no config file.
     pub ignore_config: bool,
+    /// `--allow-publish`: `cloud_publish` may publish a version live players get.
+    pub allow_publish: bool,
 }
 
 /// Where a rule was set, as the refusal names it.
@@ -89,6 +94,8 @@ pub struct PolicyFlags {
 enum Origin {
     Flag,
     File(PathBuf),
+    /// Denied until something allows it; the words say what.
+    Default(&'static str),
 }
 
 #[derive(Debug)]
@@ -105,6 +112,7 @@ impl Rule {
         match &self.origin {
             Origin::Flag => format!("--{key} {}", self.glob),
             Origin::File(path) => format!("{key} {:?} in {}", self.glob, path.display()),
+            Origin::Default(why) => format!("{key} {:?} ({why})", self.glob),
         }
     }
 }
@@ -122,6 +130,7 @@ impl CapabilityRule {
     /// How a refusal names this rule.
     fn describe(&self) -> String {
         match (&self.origin, self.read_only) {
+            (Origin::Default(why), _) => (*why).to_owned(),
             (Origin::Flag, true) => "read-only mode (--read-only)".to_owned(),
             (Origin::File(path), true) => format!("read-only mode ({})", path.display()),
             (Origin::Flag, false) => format!("denied by --deny-capability {}", self.capability),
@@ -161,6 +170,8 @@ pub struct Policy {
     flags: bool,
     /// Whether `--ignore-config` was given.
     ignored_config: bool,
+    /// `--allow-publish` or `allow_publish = true`.
+    allow_publish: bool,
 }
 
 /// The config file's keys. Unknown keys are an error, so a typo never loosens the policy.
@@ -175,6 +186,8 @@ struct ConfigFile {
     deny: Vec<toml::Spanned<String>>,
     #[serde(default, alias = "deny-capabilities")]
     deny_capabilities: Vec<toml::Spanned<String>>,
+    #[serde(default, alias = "allow-publish")]
+    allow_publish: bool,
 }
 
 impl Policy {
@@ -212,7 +225,32 @@ impl Policy {
             }
         };
         let names: Vec<String> = tools.iter().map(|t| t.tool_name()).collect();
-        Policy::from_parts(&flags, file.as_ref().map(|(p, t)| (p.as_path(), t.as_str())), &names)
+        let mut policy = Policy::from_parts(&flags, file.as_ref().map(|(p, t)| (p.as_path(), t.as_str())), &names)?;
+        policy.deny_unless_allowed(crate::cloud::key::find().is_some());
+        Ok(policy)
+    }
+
+    /// The two capabilities denied until something allows them: `cloud` without an API
+    /// key, `publish` without `allow_publish`.
+    fn deny_unless_allowed(&mut self, key_configured: bool) {
+        if !key_configured {
+            self.deny_capability(
+                Capability::Cloud,
+                Origin::Default(
+                    "no Open Cloud API key is configured: the user sets ROBLOX_API_KEY or runs `studio-bridge cloud login`, then restarts this server",
+                ),
+                false,
+            );
+        }
+        if !self.allow_publish {
+            self.deny_capability(
+                Capability::Publish,
+                Origin::Default(
+                    "publishing a version live players get is off: the user sets allow_publish = true in config.toml or passes --allow-publish",
+                ),
+                false,
+            );
+        }
     }
 
     /// The policy from flags and a config file's text; `tools` are the tool names a glob
@@ -224,6 +262,7 @@ impl Policy {
                 || !flags.deny.is_empty()
                 || !flags.deny_capabilities.is_empty(),
             ignored_config: flags.ignore_config,
+            allow_publish: flags.allow_publish,
             ..Policy::default()
         };
         for glob in &flags.allow {
@@ -248,7 +287,7 @@ impl Policy {
         if let Some((path, text)) = file {
             let config: ConfigFile = toml::from_str(text).map_err(|e| {
                 format!(
-                    "{} is not a valid studio-bridge config: {}. It takes read_only = true|false, deny_capabilities = [\"code\", …] (of {}), allow = [\"studio_*\", …] and deny = [\"studio_exec\", …].",
+                    "{} is not a valid studio-bridge config: {}. It takes read_only = true|false, allow_publish = true|false, deny_capabilities = [\"code\", …] (of {}), allow = [\"studio_*\", …] and deny = [\"studio_exec\", …].",
                     path.display(),
                     e.to_string().trim_end(),
                     capability_names()
@@ -274,6 +313,7 @@ impl Policy {
             if config.read_only {
                 policy.set_read_only(origin);
             }
+            policy.allow_publish |= config.allow_publish;
             policy.file = Some(path.to_path_buf());
         }
         Ok(policy)
@@ -355,9 +395,12 @@ impl Policy {
         self.capabilities.iter().find(|r| needs.contains(r.capability))
     }
 
-    /// Whether the policy refuses anything at all.
+    /// Whether the user's policy (flags, config file) refuses anything at all; what is
+    /// denied until allowed (`cloud` without a key, `publish`) does not count.
     pub fn is_open(&self) -> bool {
-        self.allow.is_empty() && self.deny.is_empty() && self.capabilities.is_empty()
+        self.allow.is_empty()
+            && self.deny.is_empty()
+            && self.capabilities.iter().all(|r| matches!(r.origin, Origin::Default(_)))
     }
 
     /// The policy as `studio_sessions` reports it.

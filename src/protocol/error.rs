@@ -47,6 +47,11 @@ pub enum ErrorCode {
     /// A person in Studio denied the call, or did not answer within its deadline; nothing
     /// was written.
     Denied,
+    /// Open Cloud refused the API key (401), or the key lacks a scope the call needs (403):
+    /// the message names the key's source or the scope.
+    Auth,
+    /// A script run by Open Cloud's Luau Execution failed (`details` carries its logs).
+    ScriptError,
 }
 
 impl ErrorCode {
@@ -78,6 +83,8 @@ impl ErrorCode {
             ErrorCode::Unsupported => "unsupported",
             ErrorCode::Paused => "paused",
             ErrorCode::Denied => "denied",
+            ErrorCode::Auth => "auth",
+            ErrorCode::ScriptError => "script_error",
         }
     }
 

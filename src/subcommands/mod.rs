@@ -28,11 +28,22 @@ pub const BRIDGE_HEADING: &str = "Bridge options";
 /// `--follow` when it streams, `--json` and `--out`. Each argument's help is read from its
 /// schema: the description, the values an enum takes, the range, the default, and the
 /// shape of a structured value; the spec's example closes the help.
+/// The verb of an Open Cloud command under `studio-bridge cloud` (`cloud_exec` → `exec`,
+/// `datastore` → `datastore`), or None for a command of Studio's own.
+pub fn cloud_verb(command: &dyn DynCommand) -> Option<&'static str> {
+    let spec = command.spec();
+    spec.capabilities
+        .contains(crate::policy::Capability::Cloud)
+        .then(|| spec.name.strip_prefix("cloud_").unwrap_or(spec.name))
+}
+
 pub fn subcommand_for(command: &dyn DynCommand) -> clap::Command {
     let spec = command.spec();
     let first_sentence = spec.description.split(". ").next().unwrap_or(spec.description);
-    // Kebab case on the command line (`script-read`), as shells and clap users expect.
-    let mut sub = clap::Command::new(spec.name.replace('_', "-"))
+    // Kebab case on the command line (`script-read`), as shells and clap users expect;
+    // Open Cloud's commands are verbs of `studio-bridge cloud`.
+    let name = cloud_verb(command).unwrap_or(spec.name).replace('_', "-");
+    let mut sub = clap::Command::new(name)
         .about(first_sentence.trim_end_matches('.').to_owned())
         .long_about(spec.description)
         .after_help(format!("Example:\n  {}", spec.example));
@@ -317,6 +328,9 @@ pub fn kebab_value(value: &str) -> String {
 fn flag_kind(property: &Json) -> &str {
     if property.get("anyOf").is_some() {
         "anyOf"
+    } else if ["type", "enum", "const"].iter().all(|k| property.get(k).is_none()) {
+        // A schema that names no type takes any JSON (`datastore`'s value).
+        "any"
     } else {
         json_type(property)
     }
@@ -532,6 +546,8 @@ fn scalar(flag: &str, kind: &str, text: &str) -> Result<Json, ToolError> {
             .ok_or_else(|| ToolError::invalid_args(format!("{flag} expects a number, not {text:?}"))),
         "object" => serde_json::from_str(text)
             .map_err(|e| ToolError::invalid_args(format!("{flag} expects a JSON object: {e}"))),
+        // JSON where the text is JSON (`5`, `true`, `{"a":1}`), else the text as a string.
+        "any" => Ok(serde_json::from_str(text).unwrap_or_else(|_| Json::String(text.to_owned()))),
         _ => Ok(Json::String(text.to_owned())),
     }
 }
@@ -559,10 +575,32 @@ mod tests {
                 .help_heading(BRIDGE_HEADING)
                 .help("Bridge port"),
         );
+        let mut cloud = clap::Command::new("cloud");
         for command in ALL {
-            root = root.subcommand(subcommand_for(*command));
+            if cloud_verb(*command).is_some() {
+                cloud = cloud.subcommand(subcommand_for(*command));
+            } else {
+                root = root.subcommand(subcommand_for(*command));
+            }
         }
-        root
+        root.subcommand(cloud)
+    }
+
+    /// The words after `studio-bridge` that name a command: `exec`, or `cloud exec`.
+    fn words_of(command: &dyn DynCommand) -> Vec<String> {
+        match cloud_verb(command) {
+            Some(verb) => vec!["cloud".to_owned(), verb.replace('_', "-")],
+            None => vec![command.spec().name.replace('_', "-")],
+        }
+    }
+
+    /// A command's own subcommand in `root`.
+    fn sub_of<'a>(root: &'a clap::Command, command: &dyn DynCommand) -> &'a clap::Command {
+        let mut sub = root;
+        for word in words_of(command) {
+            sub = sub.find_subcommand(&word).expect("a command");
+        }
+        sub
     }
 
     /// The arguments a command line turns into (`words` after `studio-bridge`).
@@ -570,7 +608,15 @@ mod tests {
         let matches = command_line()
             .try_get_matches_from(std::iter::once("studio-bridge").chain(words.iter().copied()))
             .map_err(|e| e.to_string())?;
-        let (name, sub) = matches.subcommand().ok_or("no subcommand")?;
+        let (mut name, mut sub) = matches.subcommand().ok_or("no subcommand")?;
+        if name == "cloud" {
+            (name, sub) = sub.subcommand().ok_or("no cloud verb")?;
+            let command = ALL
+                .iter()
+                .find(|c| cloud_verb(**c).is_some_and(|v| v.replace('_', "-") == name))
+                .ok_or("no cloud command")?;
+            return arguments(*command, sub).map(Json::Object).map_err(|e| e.message);
+        }
         let command = commands::find(&name.replace('-', "_")).ok_or("no command")?;
         arguments(command, sub).map(Json::Object).map_err(|e| e.message)
     }
@@ -632,7 +678,7 @@ mod tests {
             "{create}"
         );
         assert!(
-            create.contains("--no-check") && create.contains("Skip the Luau syntax check"),
+            create.contains("--no-check") && create.contains("No syntax check"),
             "{create}"
         );
         let edit = help("script-edit");
@@ -669,7 +715,8 @@ mod tests {
             }
             assert!(!quoted, "{}: unbalanced quotes", spec.name);
             assert_eq!(words[0], "studio-bridge", "{}", spec.name);
-            assert_eq!(words[1], spec.name.replace('_', "-"), "{}", spec.name);
+            let names = words_of(*command);
+            assert_eq!(words[1..=names.len()], names[..], "{}", spec.name);
             let words: Vec<&str> = words[1..].iter().map(String::as_str).collect();
             let args = parsed(&words).unwrap_or_else(|e| panic!("{}: {e}", spec.name));
             // What the example says is what the command accepts.
@@ -801,7 +848,7 @@ mod tests {
         }
         let root = command_line();
         for command in ALL {
-            let sub = root.find_subcommand(command.spec().name.replace('_', "-")).unwrap();
+            let sub = sub_of(&root, *command);
             for (name, _) in own_properties(&command.input_schema()) {
                 assert!(
                     sub.get_arguments().any(|a| a.get_id() == name.as_str()),

@@ -5,6 +5,7 @@
 pub mod fake_plugin;
 pub mod lune;
 pub mod mcp_client;
+pub mod open_cloud;
 pub mod raw_peer;
 pub mod squatter;
 pub mod studio;
