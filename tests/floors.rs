@@ -96,6 +96,9 @@ fn offences(src: &Path) -> Vec<String> {
             "launch",
             [&adapters[..], &["policy", "bridge", "protocol", "luau"]].concat(),
         ),
+        // Open Cloud knows HTTP, the API key and Roblox's resources; the policy reads
+        // whether a key is configured, so it sits below the policy.
+        ("cloud", [&adapters[..], &["policy", "launch"]].concat()),
         // The window capture (the screenshot's host path) knows windows and pixels only.
         (
             "capture",

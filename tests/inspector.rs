@@ -473,3 +473,113 @@ async fn the_mcp_inspector_drives_every_tool_and_a_result_page_over_http() {
 
     server.kill().await.expect("stop mcp --http");
 }
+
+/// Open Cloud's tools through the strict client, against the stand-in: offered with a key,
+/// their schemas pass `--strict`, and each result passes its `outputSchema`.
+#[tokio::test]
+async fn the_mcp_inspector_drives_the_open_cloud_tools() {
+    let Some(inspector) = Inspector::locate() else {
+        support::missing_tool("the MCP Inspector is not installed (.ci/run installs it and Node 22 from npm)");
+        return;
+    };
+    let stand_in = support::open_cloud::OpenCloud::start().await;
+    stand_in.put(
+        "PlayerData",
+        "user_1",
+        serde_json::json!({"coins": 5}),
+        serde_json::json!([]),
+        serde_json::json!({}),
+    );
+    let env = [
+        format!("ROBLOX_API_KEY={}", support::open_cloud::KEY),
+        format!("STUDIO_BRIDGE_OPEN_CLOUD_URL={}", stand_in.url()),
+    ];
+    let run = |args: Vec<String>| {
+        let inspector = &inspector;
+        let env = &env;
+        async move {
+            let mut command = Command::new(&inspector.node);
+            command
+                .arg(&inspector.cli)
+                .args(["--cli", "--format", "json"])
+                .args(&args)
+                .args(server_env());
+            for pair in env {
+                command.args(["-e", pair]);
+            }
+            command.arg("--").arg(binary()).args(unpaired_mcp_args(free_port()));
+            inspector.finish(command, format!("inspector {}", args.join(" "))).await
+        }
+    };
+    let words = |items: &[&str]| items.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+
+    let list = run(words(&["--strict", "--method", "tools/list"])).await;
+    let names = list.tool_names();
+    for tool in [
+        "studio_cloud_exec",
+        "studio_cloud_publish",
+        "studio_datastore",
+        "studio_cloud_message",
+        "studio_cloud_restart",
+    ] {
+        assert!(names.iter().any(|n| n == tool), "{tool}:\n{list}");
+    }
+    assert!(list.strict_errors().is_empty(), "{list}");
+    assert!(!list.stderr.contains("Warning"), "{list}");
+
+    let call = |tool: &str, args: &[&str]| {
+        let mut all = words(&["--method", "tools/call", "--tool-name", tool]);
+        for arg in args {
+            all.extend(["--tool-arg".to_owned(), (*arg).to_owned()]);
+        }
+        all
+    };
+    let exec = run(call(
+        "studio_cloud_exec",
+        &["script=print('hi') return 1 + 1", "universe=1", "place=2"],
+    ))
+    .await;
+    exec.assert_no_validation_complaint();
+    let result = exec.result();
+    assert_eq!(result["structuredContent"]["results"], serde_json::json!([2]), "{exec}");
+    assert_eq!(result["structuredContent"]["logs"][0]["body"], "hi", "{exec}");
+
+    let get = run(call(
+        "studio_datastore",
+        &["action=get", "store=PlayerData", "key=user_1", "universe=1"],
+    ))
+    .await;
+    get.assert_no_validation_complaint();
+    assert_eq!(
+        get.result()["structuredContent"]["value"],
+        serde_json::json!({"coins": 5}),
+        "{get}"
+    );
+
+    let dir = std::env::temp_dir().join(format!("sb-inspector-publish-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let place = dir.join("game.rbxl");
+    let dom = rbx_dom_weak::WeakDom::new(rbx_dom_weak::InstanceBuilder::new("DataModel"));
+    rbx_binary::to_writer(std::fs::File::create(&place).unwrap(), &dom, dom.root().children()).unwrap();
+    let file_arg = format!("file={}", place.display());
+    let publish = run(call(
+        "studio_cloud_publish",
+        &[&file_arg, "versionType=Saved", "universe=1", "place=2"],
+    ))
+    .await;
+    publish.assert_no_validation_complaint();
+    assert_eq!(publish.result()["structuredContent"]["versionNumber"], 1, "{publish}");
+
+    let message = run(call(
+        "studio_cloud_message",
+        &["topic=News", "message=hello", "universe=1"],
+    ))
+    .await;
+    message.assert_no_validation_complaint();
+    assert_eq!(message.result()["structuredContent"]["published"], true, "{message}");
+    let restart = run(call("studio_cloud_restart", &["universe=1"])).await;
+    restart.assert_no_validation_complaint();
+    assert_eq!(restart.result()["structuredContent"]["restarted"], true, "{restart}");
+    assert_eq!(stand_in.messages(), [(1, "News".to_owned(), "hello".to_owned())]);
+    assert_eq!(stand_in.restarts(), [1]);
+}

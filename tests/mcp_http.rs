@@ -279,6 +279,9 @@ async fn rmcp_clients_over_http_get_the_stdio_catalogue_the_resources_and_the_to
     use support::fake_plugin::{FakePlugin, Identity, studio_like};
     use support::mcp_client::Mcp;
 
+    // reqwest is built with rustls and no default provider for Open Cloud (Cargo.toml), and
+    // the test build shares that build: its client needs the provider the binary installs.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let (port, http) = (free_port(), free_port());
     let (_child, token) = start(port, http).await;
     let plugin = FakePlugin::connect(port, Identity::edit("A"), studio_like()).await;

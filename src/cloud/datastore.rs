@@ -165,14 +165,15 @@ pub async fn set(
         let etag = checked(entry, current.as_ref(), expected)?;
         body.insert("etag".into(), Json::String(etag));
     }
-    let request = Request::new(
-        Method::PATCH,
-        entry.path(),
-        "universe-datastores.objects:update",
-        entry.what(),
-    )
-    .query("allowMissing", if expected.is_some() { "false" } else { "true" })
-    .json(Json::Object(body));
+    // allowMissing may create it: the API then needs create as well as update.
+    let scope = if expected.is_some() {
+        "universe-datastores.objects:update"
+    } else {
+        "universe-datastores.objects:create` and `universe-datastores.objects:update"
+    };
+    let request = Request::new(Method::PATCH, entry.path(), scope, entry.what())
+        .query("allowMissing", if expected.is_some() { "false" } else { "true" })
+        .json(Json::Object(body));
     let written = cloud.send(&request, deadline, cancel).await?.json;
     Ok(shown(entry, &written))
 }
@@ -192,7 +193,7 @@ pub async fn increment(
     let request = Request::new(
         Method::POST,
         format!("{}:increment", entry.path()),
-        "universe-datastores.objects:update",
+        "universe-datastores.objects:create` and `universe-datastores.objects:update",
         entry.what(),
     )
     .json(Json::Object(body));

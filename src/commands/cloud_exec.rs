@@ -54,10 +54,19 @@ pub struct CloudExecResult {
     /// COMPLETE (FAILED and CANCELLED are errors carrying these fields)
     pub state: String,
     pub results: Vec<Json>,
-    pub logs: Vec<Json>,
+    pub logs: Vec<CloudLog>,
     pub duration_ms: u64,
     /// The task's resource path
     pub task: String,
+}
+
+/// One line the script printed.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct CloudLog {
+    /// Output, Info, Warning or Error
+    pub level: String,
+    pub body: String,
+    pub time: String,
 }
 
 pub struct CloudExec;

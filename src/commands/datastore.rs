@@ -64,7 +64,7 @@ pub struct DatastoreArgs {
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DatastoreResult {
-    pub stores: Option<Vec<Json>>,
+    pub stores: Option<Vec<StoreInfo>>,
     pub keys: Option<Vec<String>>,
     pub next_page_token: Option<String>,
     pub key: Option<String>,
@@ -73,8 +73,16 @@ pub struct DatastoreResult {
     pub create_time: Option<String>,
     pub update_time: Option<String>,
     pub users: Option<Vec<String>>,
-    pub attributes: Option<Json>,
+    pub attributes: Option<serde_json::Map<String, Json>>,
     pub deleted: Option<bool>,
+}
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StoreInfo {
+    pub id: String,
+    pub create_time: Option<String>,
+    pub state: Option<String>,
 }
 
 pub struct Datastore;

@@ -124,6 +124,14 @@ fn make_portable(schema: &mut Json) {
     }
     if map.is_empty() {
         *schema = any_value();
+    } else if map.keys().all(|k| k == "description") {
+        // A free-form value with words of its own (`datastore`'s value): the same branches,
+        // its own words.
+        let words = map.remove("description");
+        *schema = any_value();
+        if let (Json::Object(any), Some(words)) = (schema, words) {
+            any.insert("description".into(), words);
+        }
     }
 }
 

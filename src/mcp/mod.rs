@@ -201,12 +201,12 @@ pub fn catalogue_bytes(tool: &Tool) -> usize {
 
 /// The whole catalogue's budget in bytes ([`catalogue_bytes`] summed over every tool): 12,000
 /// for the 25 tools of #41, 14,000 with the long tail's (#44), 15,500 with Studio from
-/// outside's three (#47: open, run, close), 16,700 with the debugger (#48), and 18,500 with
-/// Open Cloud's five (#45). #45 asked for 16,000 with them; with every argument in its
+/// outside's three (#47: open, run, close), 16,700 with the debugger (#48), and
+/// 18,600 with Open Cloud's five (#45). #45 asked for 16,000 with them; with every argument in its
 /// schema, the 37 tools' structure alone (names, schemas, no words at all) is 14,240
 /// bytes, so 16,000 would leave 47 bytes of words a tool. An agent without an Open Cloud
 /// key is not offered those five (the policy denies `cloud`): about 16,400 bytes.
-pub const CATALOGUE_BUDGET: usize = 18_500;
+pub const CATALOGUE_BUDGET: usize = 18_600;
 
 /// The most one tool may cost: 1,150, which `terrain` and `debug` need (each several
 /// actions' arguments in one tool instead of several tools).

@@ -413,7 +413,12 @@ impl Policy {
             sources.push(path.display().to_string());
         }
         let mut denied = Capabilities::NONE;
-        for rule in self.capabilities.iter().filter(|r| !r.read_only) {
+        // The user's rules: what is denied until allowed (`cloud`, `publish`) is not listed.
+        for rule in self
+            .capabilities
+            .iter()
+            .filter(|r| !r.read_only && !matches!(r.origin, Origin::Default(_)))
+        {
             denied = denied.with(rule.capability);
         }
         ActivePolicy {
