@@ -726,3 +726,101 @@ async fn login_saves_the_key_privately_and_logout_removes_it() {
     let output = cloud_in(&stand_in, None, &dir, &["restart", "--universe", "2", "--json"]).await;
     assert_eq!(json_of(&output)["error"]["code"], "permission_denied");
 }
+
+/// Progress says each state the task moves through; a cancel stops the polling at once
+/// (the task may still run on Roblox's side, which the CLI says with its path).
+#[tokio::test]
+async fn cloud_exec_reports_each_state_and_a_cancel_stops_the_polling() {
+    use rmcp::model::{
+        CallToolRequestParams, ClientRequest, NumberOrString, ProgressToken, Request, RequestMetaObject,
+    };
+    use rmcp::service::PeerRequestOptions;
+
+    let stand_in = OpenCloud::start().await;
+    let url = stand_in.url();
+    let env = [
+        ("ROBLOX_API_KEY", Some(KEY)),
+        ("STUDIO_BRIDGE_OPEN_CLOUD_URL", Some(url.as_str())),
+    ];
+    let mcp = Mcp::spawn_in_config_dir_with_env(free_port(), &["--allow-unpaired"], &empty_config_dir(), &env).await;
+    let Json::Object(arguments) = json!({"script": "return 1", "universe": 1, "place": 2}) else {
+        unreachable!()
+    };
+    let mut params = CallToolRequestParams::new("studio_cloud_exec").with_arguments(arguments.clone());
+    let mut meta = RequestMetaObject::default();
+    meta.set_progress_token(ProgressToken(NumberOrString::String("p1".into())));
+    params.meta = Some(meta);
+    let result = mcp.client.call_tool(params).await.unwrap();
+    assert_ne!(result.is_error, Some(true));
+    support::wait_for("progress", Duration::from_secs(5), || {
+        mcp.recorder.progress.lock().unwrap().len() >= 3
+    })
+    .await;
+    let said: Vec<String> = mcp
+        .recorder
+        .progress
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p.message.clone())
+        .collect();
+    assert_eq!(said, ["Luau task QUEUED", "Luau task PROCESSING", "Luau task COMPLETE"]);
+
+    // An MCP cancel while the task is queued: no poll after it.
+    let before = stand_in.received().len();
+    let request = ClientRequest::CallToolRequest(Request::new(
+        CallToolRequestParams::new("studio_cloud_exec").with_arguments(arguments),
+    ));
+    let handle = mcp
+        .client
+        .send_cancellable_request(request, PeerRequestOptions::no_options())
+        .await
+        .unwrap();
+    support::wait_for("the task to be created", Duration::from_secs(5), || {
+        stand_in.received().len() > before
+    })
+    .await;
+    handle.cancel(Some("stop".into())).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let after: Vec<String> = stand_in.received()[before..].iter().map(|r| r.method.clone()).collect();
+    assert_eq!(after, ["POST"], "polling stopped at the cancel");
+
+    // Ctrl-C on the CLI: the same, said with the task's path.
+    let port = free_port().to_string();
+    let child = tokio::process::Command::new(binary())
+        .args([
+            "cloud",
+            "exec",
+            "return 1",
+            "--universe",
+            "1",
+            "--place",
+            "2",
+            "--port",
+            &port,
+            "--allow-unpaired",
+        ])
+        .env("STUDIO_BRIDGE_CONFIG_DIR", empty_config_dir())
+        .env("STUDIO_BRIDGE_OPEN_CLOUD_URL", &url)
+        .env("ROBLOX_API_KEY", KEY)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let creates = stand_in.received().iter().filter(|r| r.method == "POST").count();
+    support::wait_for("the CLI's task", Duration::from_secs(10), || {
+        stand_in.received().iter().filter(|r| r.method == "POST").count() > creates
+    })
+    .await;
+    #[cfg(unix)]
+    unsafe {
+        libc::kill(child.id().unwrap() as i32, libc::SIGINT);
+    }
+    let output = child.wait_with_output().await.unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let said = text(&output.stderr);
+    assert!(
+        said.contains("may still run on Roblox's servers: universes/1/places/2/"),
+        "{said}"
+    );
+}
