@@ -410,15 +410,16 @@ proptest! {
         id in any::<u64>(), target in target_strategy(), action in text(), args in msgpack(),
         timeout_ms in any::<u64>(), plugin_timeout_ms in proptest::option::of(any::<u64>()),
         default_context in context(), events in proptest::collection::vec(text(), 0..3), kind in 0..4u8,
+        quiet in any::<bool>(),
     ) {
         let (bytes, expected) = match kind {
             0 => (
-                encode(&PeerOut::Call { id, target: &target, action: &action, args: &args, timeout_ms, plugin_timeout_ms, default_context, operation_id: None }),
+                encode(&PeerOut::Call { id, target: &target, action: &action, args: &args, timeout_ms, plugin_timeout_ms, default_context, operation_id: None, quiet }),
                 PeerRequest::Call {
                     id, target: target.clone(), action: action.clone(),
                     // An absent or nil `args` is an empty map.
                     args: if args.is_nil() { Msgpack::Map(Vec::new()) } else { args.clone() },
-                    timeout_ms, plugin_timeout_ms, default_context, operation_id: None,
+                    timeout_ms, plugin_timeout_ms, default_context, operation_id: None, quiet,
                 },
             ),
             1 => (encode(&PeerOut::Cancel { id }), PeerRequest::Cancel { id }),

@@ -75,6 +75,8 @@ mod real_plugin_long_tail;
 mod real_plugin_operations;
 #[path = "real_plugin_pairing.rs"]
 mod real_plugin_pairing;
+#[path = "real_plugin_panel.rs"]
+mod real_plugin_panel;
 #[path = "real_plugin_peers.rs"]
 mod real_plugin_peers;
 #[path = "real_plugin_play.rs"]

@@ -67,6 +67,9 @@ pub struct Call {
     /// A write's id, chosen by its caller before sending, so that the caller can name it
     /// whatever becomes of the call: the plugin keeps the outcome under it for `state`.
     pub operation_id: Option<String>,
+    /// The host's own request (a command's internal probe, `doctor --studio`, a poll after
+    /// the first): the Studio Bridge panel does not list it. Pause and approval still apply.
+    pub quiet: bool,
 }
 
 /// A plugin's answer to a call, and the session that gave it.

@@ -258,6 +258,7 @@ impl PeerLink {
                     .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
                 default_context: call.default_context,
                 operation_id: call.operation_id.as_deref(),
+                quiet: call.quiet,
             })
         })?;
         tokio::select! {

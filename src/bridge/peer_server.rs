@@ -261,6 +261,7 @@ fn handle(request: PeerRequest, registry: &Arc<Registry>, outbound: &Outbox, inf
             plugin_timeout_ms,
             default_context,
             operation_id,
+            quiet,
         } => {
             let Some(cancel) = open(inflight, id, outbound) else {
                 return;
@@ -273,6 +274,7 @@ fn handle(request: PeerRequest, registry: &Arc<Registry>, outbound: &Outbox, inf
                 timeout: std::time::Duration::from_millis(timeout_ms),
                 plugin_timeout: plugin_timeout_ms.map(std::time::Duration::from_millis),
                 operation_id,
+                quiet,
             };
             let (progress_tx, mut progress_rx) = mpsc::channel::<Progress>(PROGRESS_QUEUE);
             let progress_out = outbound.clone();

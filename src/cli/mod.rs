@@ -456,6 +456,7 @@ pub async fn run_command(name: &str, matches: &ArgMatches, options: &HostOptions
         target,
         policy: Some(Arc::new(policy.report())),
         files: Some(Arc::clone(&files)),
+        quiet: false,
     };
     let asked = Json::Object(args.clone());
     // Ctrl-C cancels the call as an agent's cancel does (Studio is asked to stop it; a

@@ -177,6 +177,8 @@ async fn probe(bridge: &Bridge, target: &Target) -> Result<Json, ToolError> {
         timeout: PROBE_TIMEOUT,
         plugin_timeout: None,
         operation_id: None,
+        // doctor's own probe: the Studio Bridge panel does not list it
+        quiet: true,
     };
     let reply = bridge.call(call, CallHooks::default()).await.map_err(|mut error| {
         if error.code == crate::protocol::ErrorCode::UnknownAction {
@@ -223,6 +225,7 @@ async fn play_call(bridge: &Bridge, target: &Target, args: Json, options: &HostO
         },
         policy: None,
         files: None,
+        quiet: true,
     };
     command.invoke(args, parts, options.limits()).await.map(|_| ())
 }

@@ -81,6 +81,7 @@ impl<C: Command> DynCommand for Erased<C> {
                 files: parts.files,
                 ran: Mutex::new(None),
                 operation_id,
+                quiet: parts.quiet,
             };
             let mut output = C::run(typed, &cx)
                 .await

@@ -148,7 +148,7 @@ impl Command for Debug {
         default_context: Context::Edit,
         timeout: Duration::from_secs(75),
         kind: Kind::Write,
-        capabilities: super::Capabilities::of(&[super::Capability::Code]),
+        capabilities: super::Capabilities::of(&[super::Capability::Read]),
         idempotent: false,
         open_world: false,
         positional: &["action"],
@@ -178,6 +178,15 @@ impl Command for Debug {
         ],
     };
 
+    /// Listing breakpoints and reading hits read what was captured; the others set a
+    /// breakpoint's Luau (its condition, its captured expressions) or the exception mode.
+    fn capabilities(args: &DebugArgs) -> super::Capabilities {
+        match args.action {
+            DebugAction::Breakpoints | DebugAction::Hits => Self::SPEC.capabilities,
+            _ => Self::SPEC.capabilities.with(super::Capability::Code),
+        }
+    }
+
     async fn run(args: DebugArgs, cx: &Invocation) -> Result<Output, ToolError> {
         let wait = match (args.action, args.wait_ms) {
             (DebugAction::Hits, Some(ms)) if ms > MAX_WAIT_MS => {
@@ -195,8 +204,15 @@ impl Command for Debug {
         };
         let call_timeout = Duration::from_secs(10);
         let deadline = tokio::time::Instant::now() + wait;
+        let mut first = true;
         loop {
-            let result = cx.call_plugin(&Self::SPEC, &args, call_timeout, None).await?;
+            // The first request is the call the panel lists; the polls after it are quiet.
+            let result = if first {
+                first = false;
+                cx.call_plugin(&Self::SPEC, &args, call_timeout, None).await?
+            } else {
+                cx.poll_plugin(&Self::SPEC, &args, call_timeout).await?
+            };
             if args.action != DebugAction::Hits || wait.is_zero() || has_hits(&result) {
                 return Ok(Output::plugin(result));
             }

@@ -289,6 +289,9 @@ pub struct Invocation {
     ran: Mutex<Option<Ran>>,
     /// A write's id, sent with its plugin calls (`state {operationId}` asks after it).
     operation_id: Option<String>,
+    /// The host's own call (`doctor --studio`): its requests go out `quiet`, so the
+    /// Studio Bridge panel does not list them.
+    quiet: bool,
 }
 
 impl Invocation {
@@ -316,7 +319,26 @@ impl Invocation {
         timeout: Duration,
         plugin_timeout: Option<Duration>,
     ) -> Result<RawValue, ToolError> {
-        self.call_plugin_as(spec, args, timeout, plugin_timeout, self.operation_id.clone())
+        self.call_plugin_as(
+            spec,
+            args,
+            timeout,
+            plugin_timeout,
+            self.operation_id.clone(),
+            self.quiet,
+        )
+        .await
+    }
+
+    /// A poll after this call's first request (`debug`'s hits while it waits): sent
+    /// `quiet`, so the Studio Bridge panel lists the call once, not each poll.
+    pub async fn poll_plugin(
+        &self,
+        spec: &Spec,
+        args: &impl Serialize,
+        timeout: Duration,
+    ) -> Result<RawValue, ToolError> {
+        self.call_plugin_as(spec, args, timeout, None, self.operation_id.clone(), true)
             .await
     }
 
@@ -329,7 +351,7 @@ impl Invocation {
         args: &impl Serialize,
         timeout: Duration,
     ) -> Result<RawValue, ToolError> {
-        self.call_plugin_as(spec, args, timeout, None, None)
+        self.call_plugin_as(spec, args, timeout, None, None, self.quiet)
             .await
             .map_err(|mut error| {
                 error.set_detail("wroteNothing", Json::Bool(true));
@@ -344,6 +366,7 @@ impl Invocation {
         timeout: Duration,
         plugin_timeout: Option<Duration>,
         operation_id: Option<String>,
+        quiet: bool,
     ) -> Result<RawValue, ToolError> {
         // Through JSON, not `rmpv::ext::to_value`, which writes structs as arrays; this
         // also applies the `{"type": "binary" | "number"}` conventions to arguments.
@@ -358,6 +381,7 @@ impl Invocation {
             timeout,
             plugin_timeout,
             operation_id,
+            quiet,
         };
         let reply = self.bridge.call(call, self.hooks.clone()).await?;
         if let Some(ran) = reply.ran {
@@ -448,6 +472,8 @@ pub struct InvocationParts {
     pub policy: Option<Arc<ActivePolicy>>,
     /// The caller's sourcemap, for the files in results (`None`: results name no files).
     pub files: Option<Arc<Watched>>,
+    /// The host's own call (`doctor --studio`), not a caller's: its requests go `quiet`.
+    pub quiet: bool,
 }
 
 /// Every command, in the order agents see them.
@@ -925,7 +951,7 @@ mod tests {
             ("script_edit", &["write", "code"]),
             ("play", &["play"]),
             ("test_run", &["code", "play"]),
-            ("debug", &["code"]),
+            ("debug", &["read"]),
             ("delete", &["write"]),
             ("clone", &["write"]),
             ("selection", &["read"]),

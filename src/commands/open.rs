@@ -403,7 +403,8 @@ fn log_file() -> PathBuf {
 }
 
 /// A call of `action` to the edit DataModel of the session `session_id` (a Studio this
-/// module started): `close` asks its `state`, `run` reads its `logs` and acknowledges.
+/// module started): `close` asks its `state`, `run` reads its `logs` and acknowledges. The
+/// host's own requests: `quiet`, so the Studio Bridge panel does not list them.
 pub(super) fn edit_call(session_id: &str, action: &str, args: &Json) -> crate::bridge::Call {
     crate::bridge::Call {
         target: crate::bridge::Target {
@@ -417,6 +418,7 @@ pub(super) fn edit_call(session_id: &str, action: &str, args: &Json) -> crate::b
         timeout: Duration::from_secs(10),
         plugin_timeout: None,
         operation_id: None,
+        quiet: true,
     }
 }
 

@@ -128,6 +128,7 @@ impl McpServer {
             target: Target::default(),
             policy: Some(Arc::clone(&self.report)),
             files: Some(Arc::clone(&self.files)),
+            quiet: false,
         }
     }
 

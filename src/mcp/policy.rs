@@ -67,6 +67,7 @@ mod tests {
                 "studio_screenshot",
                 "studio_script_read",
                 "studio_script_search",
+                "studio_debug",
                 "studio_selection",
                 "studio_asset_search",
                 "studio_terrain",

@@ -509,6 +509,10 @@ pub enum HostMessage<'a> {
         /// outcome under it for `state {operationId}`. Absent for reads.
         #[serde(skip_serializing_if = "Option::is_none")]
         operation_id: Option<&'a str>,
+        /// The host's own request, not one a caller made: the Studio Bridge panel does not
+        /// list it. Absent when false.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        quiet: bool,
     },
     Cancel {
         id: u64,
@@ -593,12 +597,14 @@ mod tests {
                 session: Some("s-client"),
                 defaulted: false,
                 operation_id: None,
+                quiet: true,
             },
             Framing::Binary,
         );
         let Frame::Binary(bytes) = tagged else { unreachable!() };
         let value = rmpv::decode::read_value(&mut &bytes[..]).unwrap();
         assert_eq!(value["session"].as_str(), Some("s-client"));
+        assert_eq!(value["quiet"].as_bool(), Some(true));
         let untagged = encode_frame(&HostMessage::Cancel { id: 1, session: None }, Framing::Binary);
         let Frame::Binary(bytes) = untagged else { unreachable!() };
         let value = rmpv::decode::read_value(&mut &bytes[..]).unwrap();
@@ -872,6 +878,7 @@ mod tests {
                 session: None,
                 defaulted: false,
                 operation_id: None,
+                quiet: false,
             },
             Framing::Binary,
         ) else {

@@ -29,6 +29,8 @@ pub enum PeerRequest {
         default_context: Context,
         /// A write's `operationId`, passed on to the plugin's request.
         operation_id: Option<String>,
+        /// The caller's own internal request (`quiet` on the plugin's request).
+        quiet: bool,
     },
     Cancel {
         id: u64,
@@ -123,6 +125,7 @@ impl PeerRequest {
                     .and_then(|c| Context::parse(&c))
                     .unwrap_or(Context::Edit),
                 operation_id: fields.take("operationId").and_then(into_string),
+                quiet: fields.take("quiet").is_some_and(|q| q.as_bool() == Some(true)),
             },
             "cancel" => PeerRequest::Cancel {
                 id: fields.uint("cancel", "id")?,
@@ -242,6 +245,8 @@ pub enum PeerOut<'a> {
         default_context: Context,
         #[serde(skip_serializing_if = "Option::is_none")]
         operation_id: Option<&'a str>,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        quiet: bool,
     },
     Cancel {
         id: u64,
@@ -341,6 +346,7 @@ mod tests {
             plugin_timeout_ms: Some(1000),
             default_context: Context::Server,
             operation_id: Some("op-1"),
+            quiet: true,
         });
         assert_eq!(
             PeerRequest::parse(decode(&bytes)).unwrap(),
@@ -353,6 +359,7 @@ mod tests {
                 plugin_timeout_ms: Some(1000),
                 default_context: Context::Server,
                 operation_id: Some("op-1".into()),
+                quiet: true,
             }
         );
     }

@@ -380,6 +380,7 @@ impl Terminal {
             target,
             policy: Some(Arc::clone(&self.report)),
             files: Some(Arc::clone(&self.files)),
+            quiet: false,
         };
         let call = command.invoke(args, parts, self.limits);
         tokio::pin!(call);

@@ -376,6 +376,7 @@ pub fn peer_request(input: &[u8]) -> Check {
             plugin_timeout_ms,
             default_context,
             operation_id,
+            quiet,
         } => encode(&PeerOut::Call {
             id: *id,
             target,
@@ -385,6 +386,7 @@ pub fn peer_request(input: &[u8]) -> Check {
             plugin_timeout_ms: *plugin_timeout_ms,
             default_context: *default_context,
             operation_id: operation_id.as_deref(),
+            quiet: *quiet,
         }),
         PeerRequest::Cancel { id } => encode(&PeerOut::Cancel { id: *id }),
         PeerRequest::Sessions { id } => encode(&PeerOut::Sessions { id: *id }),
@@ -572,6 +574,7 @@ pub fn tool_args(input: &[u8]) -> Check {
         target: Target::default(),
         policy: None,
         files: None,
+        quiet: false,
     };
     let outcome = hostless
         .runtime

@@ -456,6 +456,7 @@ mod tests {
             timeout,
             plugin_timeout: None,
             operation_id: None,
+            quiet: false,
         }
     }
 

@@ -77,6 +77,7 @@ impl Registry {
             session: link.channel.as_deref(),
             defaulted,
             operation_id: call.operation_id.as_deref(),
+            quiet: call.quiet,
         });
         if !sent {
             link.calls.forget(id);
