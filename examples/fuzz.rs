@@ -407,6 +407,7 @@ fn peer_seeds() -> Vec<(&'static str, Vec<u8>)> {
                 plugin_timeout_ms: Some(30_000),
                 default_context: Context::Server,
                 operation_id: None,
+                quiet: false,
             }),
         ),
         ("cancel", encode(&PeerOut::Cancel { id: 1 })),
