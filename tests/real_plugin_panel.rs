@@ -39,6 +39,16 @@ impl Person {
     }
 }
 
+/// Calls `tool` while the test goes on (a person answers it meanwhile).
+fn in_background(mcp: &Mcp, tool: &str, args: Json) -> tokio::task::JoinHandle<rmcp::model::CallToolResult> {
+    let client = mcp.client.peer().clone();
+    let Json::Object(arguments) = args else {
+        panic!("arguments must be an object")
+    };
+    let params = rmcp::model::CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+    tokio::spawn(async move { client.call_tool(params).await.unwrap() })
+}
+
 /// Asks for what the panel shows (`rows` or `prompt`) and returns it as JSON.
 async fn shown(studio: &mut HeadlessStudio, person: &Person, what: &str) -> Json {
     person.say(what);
@@ -152,18 +162,7 @@ async fn pause_answers_paused_over_mcp_and_the_cli_until_the_person_resumes() {
 #[tokio::test]
 async fn the_list_shows_a_call_while_it_runs_and_its_result_after() {
     let (mcp, mut studio, person, _port) = start("list").await;
-    let running = tokio::spawn({
-        let client = mcp.client.peer().clone();
-        async move {
-            let Json::Object(arguments) = json!({"script": "task.wait(1.5) return 7"}) else {
-                unreachable!()
-            };
-            client
-                .call_tool(rmcp::model::CallToolRequestParams::new("studio_exec").with_arguments(arguments))
-                .await
-                .unwrap()
-        }
-    });
+    let running = in_background(&mcp, "studio_exec", json!({"script": "task.wait(1.5) return 7"}));
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     let rows = loop {
         let rows = shown(&mut studio, &person, "rows").await;
@@ -201,18 +200,7 @@ async fn ask_before_writes_denies_on_deny_and_on_no_answer_and_runs_on_allow() {
 
     // Deny: `denied`, nothing written.
     let create = |name: &str| json!({"items": [{"className": "Part", "parent": "Workspace", "name": name}]});
-    let call = tokio::spawn({
-        let client = mcp.client.peer().clone();
-        let Json::Object(arguments) = create("Denied") else {
-            unreachable!()
-        };
-        async move {
-            client
-                .call_tool(rmcp::model::CallToolRequestParams::new("studio_create").with_arguments(arguments))
-                .await
-                .unwrap()
-        }
-    });
+    let call = in_background(&mcp, "studio_create", create("Denied"));
     studio
         .wait_for_line("[person] prompt-shown create", Duration::from_secs(10))
         .await;
@@ -242,18 +230,7 @@ async fn ask_before_writes_denies_on_deny_and_on_no_answer_and_runs_on_allow() {
         .await;
 
     // Allow: written.
-    let call = tokio::spawn({
-        let client = mcp.client.peer().clone();
-        let Json::Object(arguments) = create("Allowed") else {
-            unreachable!()
-        };
-        async move {
-            client
-                .call_tool(rmcp::model::CallToolRequestParams::new("studio_create").with_arguments(arguments))
-                .await
-                .unwrap()
-        }
-    });
+    let call = in_background(&mcp, "studio_create", create("Allowed"));
     studio
         .wait_for_line("[person] prompt-shown create", Duration::from_secs(10))
         .await;

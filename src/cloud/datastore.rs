@@ -52,6 +52,21 @@ pub struct Page<'a> {
     pub token: Option<&'a str>,
 }
 
+impl Page<'_> {
+    /// `request` for this page: the API's largest page (`most`), the prefix as its filter,
+    /// the token.
+    fn of(self, mut request: Request, most: u32) -> Request {
+        request = request.query("maxPageSize", most.to_string());
+        if let Some(prefix) = self.prefix {
+            request = request.query("filter", starts_with(prefix));
+        }
+        if let Some(token) = self.token {
+            request = request.query("pageToken", token);
+        }
+        request
+    }
+}
+
 /// The stores of a universe: `{stores: [{id, createTime, state}], nextPageToken?}`.
 pub async fn list_stores(
     cloud: &Cloud,
@@ -60,19 +75,15 @@ pub async fn list_stores(
     deadline: Instant,
     cancel: &CancellationToken,
 ) -> Result<Json, ToolError> {
-    let mut request = Request::new(
-        Method::GET,
-        format!("/cloud/v2/universes/{universe}/data-stores"),
-        "universe-datastores.control:list",
-        format!("data stores of universe {universe}"),
-    )
-    .query("maxPageSize", "100");
-    if let Some(prefix) = page.prefix {
-        request = request.query("filter", starts_with(prefix));
-    }
-    if let Some(token) = page.token {
-        request = request.query("pageToken", token);
-    }
+    let request = page.of(
+        Request::new(
+            Method::GET,
+            format!("/cloud/v2/universes/{universe}/data-stores"),
+            "universe-datastores.control:list",
+            format!("data stores of universe {universe}"),
+        ),
+        100,
+    );
     let answer = cloud.send(&request, deadline, cancel).await?;
     let stores: Vec<Json> = items(&answer.json, "dataStores")
         .map(|store| {
@@ -96,23 +107,19 @@ pub async fn list_keys(
     deadline: Instant,
     cancel: &CancellationToken,
 ) -> Result<Json, ToolError> {
-    let mut request = Request::new(
-        Method::GET,
-        format!(
-            "/cloud/v2/universes/{universe}/data-stores/{}/scopes/{}/entries",
-            segment(store),
-            segment(scope)
+    let request = page.of(
+        Request::new(
+            Method::GET,
+            format!(
+                "/cloud/v2/universes/{universe}/data-stores/{}/scopes/{}/entries",
+                segment(store),
+                segment(scope)
+            ),
+            "universe-datastores.objects:list",
+            format!("data store {store:?} (scope {scope:?}) of universe {universe}"),
         ),
-        "universe-datastores.objects:list",
-        format!("data store {store:?} (scope {scope:?}) of universe {universe}"),
-    )
-    .query("maxPageSize", "256");
-    if let Some(prefix) = page.prefix {
-        request = request.query("filter", starts_with(prefix));
-    }
-    if let Some(token) = page.token {
-        request = request.query("pageToken", token);
-    }
+        256,
+    );
     let answer = cloud.send(&request, deadline, cancel).await?;
     let keys: Vec<Json> = items(&answer.json, "dataStoreEntries")
         .map(|entry| entry.get("id").cloned().unwrap_or(Json::Null))
