@@ -43,7 +43,6 @@ async fn read_only_offers_only_reads_and_a_refused_call_never_reaches_studio() {
         "studio_script_edit",
         "studio_play",
         "studio_test_run",
-        "studio_debug",
         "studio_delete",
         "studio_clone",
         "studio_undo",
@@ -58,7 +57,11 @@ async fn read_only_offers_only_reads_and_a_refused_call_never_reaches_studio() {
         "studio_close",
     ];
     let expected: Vec<&str> = TOOLS.iter().copied().filter(|t| !writes.contains(t)).collect();
-    assert_eq!(listed(&mcp).await, expected, "selection stays: it has a reading form");
+    assert_eq!(
+        listed(&mcp).await,
+        expected,
+        "selection and debug stay: they have reading forms"
+    );
 
     let error = mcp.err("studio_exec", json!({"script": "return 1"})).await;
     assert_eq!(error["code"], "permission_denied");
@@ -68,6 +71,14 @@ async fn read_only_offers_only_reads_and_a_refused_call_never_reaches_studio() {
         "{error}"
     );
     let error = mcp.err("studio_delete", json!({"paths": ["Workspace.Part"]})).await;
+    assert_eq!(error["code"], "permission_denied");
+    // debug reads its hits, but may not set a breakpoint (its Luau: a condition, expressions).
+    let error = mcp
+        .err(
+            "studio_debug",
+            json!({"action": "break", "path": "Workspace.Script", "line": 1}),
+        )
+        .await;
     assert_eq!(error["code"], "permission_denied");
 
     let selection = mcp.ok("studio_selection", json!({})).await;

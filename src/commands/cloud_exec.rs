@@ -93,7 +93,7 @@ impl Command for CloudExec {
             ("script", "The Luau to run (`-`: from stdin)"),
             ("universe", "The universe (default: the open Studio's)"),
             ("place", "The place (default: the open Studio's)"),
-            ("version", "A version of the place (default: the latest)"),
+            ("version", "A version of the place (default: its current one)"),
             ("timeoutMs", "The script's time limit, at most 300000"),
         ],
     };

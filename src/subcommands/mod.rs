@@ -328,9 +328,6 @@ pub fn kebab_value(value: &str) -> String {
 fn flag_kind(property: &Json) -> &str {
     if property.get("anyOf").is_some() {
         "anyOf"
-    } else if ["type", "enum", "const"].iter().all(|k| property.get(k).is_none()) {
-        // A schema that names no type takes any JSON (`datastore`'s value).
-        "any"
     } else {
         json_type(property)
     }
@@ -546,8 +543,6 @@ fn scalar(flag: &str, kind: &str, text: &str) -> Result<Json, ToolError> {
             .ok_or_else(|| ToolError::invalid_args(format!("{flag} expects a number, not {text:?}"))),
         "object" => serde_json::from_str(text)
             .map_err(|e| ToolError::invalid_args(format!("{flag} expects a JSON object: {e}"))),
-        // JSON where the text is JSON (`5`, `true`, `{"a":1}`), else the text as a string.
-        "any" => Ok(serde_json::from_str(text).unwrap_or_else(|_| Json::String(text.to_owned()))),
         _ => Ok(Json::String(text.to_owned())),
     }
 }
