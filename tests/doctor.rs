@@ -71,6 +71,7 @@ impl Machine {
             .env("XDG_RUNTIME_DIR", self.root.join("run"))
             .env("HOME", self.root.join("home"))
             .env("ROBLOX_STUDIO_PATH", self.root.join("studio"))
+            .env_remove("ROBLOX_API_KEY")
             .stdin(Stdio::null());
         // The project's Luau tools where this machine has them (the all-well test requires
         // them); "" where not: doctor then warns, whatever the user's PATH holds.
@@ -297,7 +298,8 @@ async fn a_running_host_and_a_paired_plugin_are_all_well_and_the_session_is_list
             "sessions",
             "sourcemap",
             "selene",
-            "stylua"
+            "stylua",
+            "open-cloud"
         ]
     );
     for name in names {
@@ -339,9 +341,9 @@ async fn a_running_host_and_a_paired_plugin_are_all_well_and_the_session_is_list
         .await;
     assert_eq!(human.code, Some(0));
     let lines: Vec<&str> = human.stdout.lines().collect();
-    assert_eq!(lines.len(), 12, "one line per check and the verdict: {}", human.stdout);
-    assert!(lines[..11].iter().all(|l| l.starts_with("ok ")), "{}", human.stdout);
-    assert_eq!(lines[11], "all is well");
+    assert_eq!(lines.len(), 13, "one line per check and the verdict: {}", human.stdout);
+    assert!(lines[..12].iter().all(|l| l.starts_with("ok ")), "{}", human.stdout);
+    assert_eq!(lines[12], "all is well");
     assert!(
         check(&report, "selene")["detail"]
             .as_str()

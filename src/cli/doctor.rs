@@ -241,6 +241,13 @@ pub async fn diagnose(options: &HostOptions, plugin_out: Option<&Path>) -> Repor
         "script_edit's format: true runs it",
         &format!("{}: script_edit's format: true fails", stylua.missing()),
     ));
+    let key_path = crate::cloud::key::path();
+    let key_file = key_path.as_deref().map(inspect_private_file);
+    checks.push(cloud_key_check(
+        std::env::var(crate::cloud::key::ENV).is_ok_and(|k| !k.trim().is_empty()),
+        key_path.as_deref(),
+        key_file.as_ref(),
+    ));
     Report {
         ok: checks.iter().all(|c| c.ok),
         version: SERVER_VERSION,
@@ -288,6 +295,51 @@ fn luau_tool_check(name: &'static str, found: Option<PathBuf>, does: &str, witho
     match found {
         Some(path) => Check::ok(name, format!("{}: {does}", path.display())),
         None => Check::warn(name, without.to_owned()),
+    }
+}
+
+/// Where the Open Cloud API key comes from (docs/cloud.md). No key is normal: the cloud
+/// tools are then not offered. A saved key others can read, or one that cannot be read, is
+/// a problem; the key itself is never printed.
+fn cloud_key_check(from_env: bool, path: Option<&Path>, file: Option<&FileState>) -> Check {
+    let name = "open-cloud";
+    if from_env {
+        return Check::ok(
+            name,
+            format!(
+                "an Open Cloud API key comes from {} (it wins over a saved one): the cloud tools are offered",
+                crate::cloud::key::ENV
+            ),
+        );
+    }
+    let shown = path.map_or_else(|| "the config directory".to_owned(), |p| p.display().to_string());
+    match file {
+        Some(FileState::Private(_)) => Check::ok(
+            name,
+            format!("an Open Cloud API key is saved in {shown}: the cloud tools are offered"),
+        ),
+        Some(FileState::TooOpen(_, mode)) => Check::problem(
+            name,
+            format!("the Open Cloud API key in {shown} can be read by other users (mode {mode:o})"),
+            format!("chmod 600 {shown}, or run `studio-bridge cloud logout` and `studio-bridge cloud login` again"),
+        ),
+        Some(FileState::Unreadable(why)) => Check::problem(
+            name,
+            format!("the Open Cloud API key in {shown} cannot be read: {why}"),
+            "run `studio-bridge cloud logout`, then `studio-bridge cloud login`".into(),
+        ),
+        Some(FileState::Empty) => Check::problem(
+            name,
+            format!("{shown} holds no Open Cloud API key"),
+            "run `studio-bridge cloud login`, or `studio-bridge cloud logout` to remove the file".into(),
+        ),
+        Some(FileState::Missing) | None => Check::ok(
+            name,
+            format!(
+                "no Open Cloud API key, so the cloud tools are not offered (optional: {} or `studio-bridge cloud login`; docs/cloud.md)",
+                crate::cloud::key::ENV
+            ),
+        ),
     }
 }
 
@@ -729,6 +781,29 @@ mod tests {
     }
 
     #[cfg(unix)]
+    #[test]
+    fn the_open_cloud_key_is_optional_private_and_never_shown() {
+        let path = Path::new("/cfg/open-cloud-key");
+        let secret = "SECRET-abcdefghijklmnopqrstuvwxyz".to_owned();
+        assert_eq!(
+            cloud_key_check(false, Some(path), Some(&FileState::Missing)).status,
+            Status::Ok
+        );
+        let env = cloud_key_check(true, Some(path), Some(&FileState::TooOpen(secret.clone(), 0o644)));
+        assert_eq!(env.status, Status::Ok, "the environment's key wins");
+        let saved = cloud_key_check(false, Some(path), Some(&FileState::Private(secret.clone())));
+        assert_eq!(saved.status, Status::Ok);
+        let open = cloud_key_check(false, Some(path), Some(&FileState::TooOpen(secret.clone(), 0o644)));
+        assert_eq!(open.status, Status::Problem);
+        assert!(
+            open.detail.contains("644") && open.fix.as_deref().unwrap().contains("chmod 600"),
+            "{open:?}"
+        );
+        for check in [saved, open] {
+            assert!(!check.detail.contains(&secret) && !check.fix.unwrap_or_default().contains(&secret));
+        }
+    }
+
     #[test]
     fn a_private_file_readable_by_others_is_too_open() {
         use std::os::unix::fs::PermissionsExt as _;
