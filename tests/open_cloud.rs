@@ -824,3 +824,78 @@ async fn cloud_exec_reports_each_state_and_a_cancel_stops_the_polling() {
         "{said}"
     );
 }
+
+/// A binary input reaches the script as a buffer; its upload goes without the API key.
+#[tokio::test]
+async fn cloud_exec_hands_a_binary_input_to_the_script() {
+    let stand_in = OpenCloud::start().await;
+    let dir = scratch("binary-input");
+    let input = dir.join("fixture.bin");
+    std::fs::write(&input, [7u8, 1, 2, 3, 250]).unwrap();
+    let input_text = input.to_string_lossy().into_owned();
+    let script = "local b = ({...})[1].BinaryInput return buffer.len(b), buffer.readu8(b, 0), buffer.readu8(b, 4)";
+    let output = cloud(
+        &stand_in,
+        Some(KEY),
+        &[
+            "exec",
+            script,
+            "--binary-input",
+            &input_text,
+            "--universe",
+            "3",
+            "--place",
+            "4",
+            "--json",
+        ],
+    )
+    .await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(json_of(&output)["results"], json!([5, 7, 250]));
+    let received = stand_in.received();
+    let shape: Vec<String> = received
+        .iter()
+        .take(3)
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            "POST /cloud/v2/universes/3/luau-execution-session-task-binary-inputs",
+            "PUT /upload/in1",
+            "POST /cloud/v2/universes/3/places/4/luau-execution-session-tasks",
+        ]
+    );
+    assert_eq!(
+        serde_json::from_slice::<Json>(&received[0].body).unwrap(),
+        json!({"size": 5})
+    );
+    assert_eq!(received[1].key, None, "the key never goes to the upload URI");
+    assert_eq!(received[1].body, [7u8, 1, 2, 3, 250]);
+    let created: Json = serde_json::from_slice(&received[2].body).unwrap();
+    assert_eq!(
+        created["binaryInput"],
+        "universes/3/luau-execution-session-task-binary-inputs/in1"
+    );
+
+    // A missing file sends nothing.
+    let before = stand_in.received().len();
+    let output = cloud(
+        &stand_in,
+        Some(KEY),
+        &[
+            "exec",
+            "return 1",
+            "--binary-input",
+            "/nonexistent/x.bin",
+            "--universe",
+            "3",
+            "--place",
+            "4",
+            "--json",
+        ],
+    )
+    .await;
+    assert_eq!(json_of(&output)["error"]["code"], "not_found");
+    assert_eq!(stand_in.received().len(), before);
+}

@@ -79,11 +79,45 @@ impl LogLine {
     }
 }
 
-/// Creates the task: `script` runs with Open Cloud's `timeout` (the script's own limit).
+/// The largest binary input the API takes: 100 MiB.
+pub const MAX_BINARY_INPUT: u64 = 100 * 1024 * 1024;
+
+/// Uploads `bytes` as a binary input of `universe` (valid 15 minutes): its resource path,
+/// which a task names to get the bytes as `({...})[1].BinaryInput`, a buffer. The bytes go
+/// to the presigned `uploadUri` the API answers with, without the API key.
+pub async fn binary_input(
+    cloud: &Cloud,
+    universe: u64,
+    bytes: bytes::Bytes,
+    deadline: Instant,
+    cancel: &CancellationToken,
+) -> Result<String, ToolError> {
+    let request = Request::new(
+        Method::POST,
+        format!("/cloud/v2/universes/{universe}/luau-execution-session-task-binary-inputs"),
+        WRITE_SCOPE,
+        format!("universe {universe}"),
+    )
+    .json(json!({ "size": bytes.len() }));
+    let answer = cloud.send(&request, deadline, cancel).await?;
+    let field = |name: &str| answer.json.get(name).and_then(Json::as_str).map(str::to_owned);
+    let (Some(path), Some(uri)) = (field("path"), field("uploadUri")) else {
+        return Err(ToolError::new(
+            crate::protocol::ErrorCode::PluginError,
+            format!("Open Cloud's binary input names no path or uploadUri: {}", answer.text),
+        ));
+    };
+    cloud.upload(&uri, bytes, deadline, cancel).await?;
+    Ok(path)
+}
+
+/// Creates the task: `script` runs with Open Cloud's `timeout` (the script's own limit),
+/// with the binary input at `input` (a path from [`binary_input`]) when given.
 pub async fn create(
     cloud: &Cloud,
     place: Place,
     script: &str,
+    input: Option<&str>,
     timeout: Duration,
     deadline: Instant,
     cancel: &CancellationToken,
@@ -100,8 +134,11 @@ pub async fn create(
         ),
         None => format!("universe {}'s place {}", place.universe, place.place),
     };
-    let request = Request::new(Method::POST, path, WRITE_SCOPE, what)
-        .json(json!({ "script": script, "timeout": format!("{}s", timeout.as_secs().max(1)) }));
+    let mut body = json!({ "script": script, "timeout": format!("{}s", timeout.as_secs().max(1)) });
+    if let Some(input) = input {
+        body["binaryInput"] = Json::String(input.to_owned());
+    }
+    let request = Request::new(Method::POST, path, WRITE_SCOPE, what).json(body);
     let answer = cloud.send(&request, deadline, cancel).await?;
     parse_task(&answer.json)
 }

@@ -48,6 +48,8 @@ const QUOTED_TEXT: usize = 300;
 pub struct Cloud {
     http: reqwest::Client,
     base: String,
+    /// The base is a loopback `http://` stand-in (tests, proxies): its upload URIs may be too.
+    loopback_http: bool,
     key: ApiKey,
 }
 
@@ -131,14 +133,7 @@ pub fn base_url() -> Result<(String, bool), ToolError> {
     match url.scheme() {
         "https" => Ok((given, false)),
         "http" => {
-            let host = url.host_str().unwrap_or("");
-            let loopback = host.eq_ignore_ascii_case("localhost")
-                || host
-                    .trim_start_matches('[')
-                    .trim_end_matches(']')
-                    .parse::<std::net::IpAddr>()
-                    .is_ok_and(|ip| ip.is_loopback());
-            if loopback {
+            if loopback_host(&url) {
                 Ok((given, true))
             } else {
                 Err(refuse(
@@ -148,6 +143,17 @@ pub fn base_url() -> Result<(String, bool), ToolError> {
         }
         _ => Err(refuse("is neither https:// nor http://")),
     }
+}
+
+/// Whether `url`'s host is this machine: `localhost`, or a loopback address.
+fn loopback_host(url: &reqwest::Url) -> bool {
+    let host = url.host_str().unwrap_or("");
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 impl Cloud {
@@ -175,7 +181,66 @@ impl Cloud {
             .user_agent(concat!("studio-bridge/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| ToolError::new(ErrorCode::PluginError, format!("the HTTPS client could not start: {e}")))?;
-        Ok(Cloud { http, base, key })
+        Ok(Cloud {
+            http,
+            base,
+            loopback_http,
+            key,
+        })
+    }
+
+    /// PUTs `bytes` to a presigned `uri` Open Cloud handed out (a binary input's
+    /// `uploadUri`). The URI carries its own authorization: the API key is not sent, and
+    /// the URI must be `https://` (or, with a loopback stand-in as the base, loopback
+    /// `http://`).
+    pub async fn upload(
+        &self,
+        uri: &str,
+        bytes: Bytes,
+        deadline: Instant,
+        cancel: &CancellationToken,
+    ) -> Result<(), ToolError> {
+        let url = reqwest::Url::parse(uri).map_err(|e| {
+            ToolError::new(
+                ErrorCode::PluginError,
+                format!("Open Cloud's upload URI is not a URL ({e})."),
+            )
+        })?;
+        if url.scheme() != "https" && !(self.loopback_http && loopback_host(&url) && url.scheme() == "http") {
+            return Err(ToolError::new(
+                ErrorCode::PluginError,
+                format!(
+                    "Open Cloud's upload URI is not https:// ({}); nothing was uploaded.",
+                    url.scheme()
+                ),
+            ));
+        }
+        let send = self
+            .http
+            .put(url)
+            .header(CONTENT_TYPE, "application/octet-stream")
+            .body(bytes)
+            .send();
+        let response = tokio::select! {
+            outcome = tokio::time::timeout_at(deadline, send) => match outcome {
+                Ok(Ok(response)) => response,
+                Ok(Err(error)) => return Err(unreachable("the upload URI", &error)),
+                Err(_) => return Err(ToolError::new(ErrorCode::Timeout, "The binary input's upload did not finish within the call's deadline.")),
+            },
+            () = cancel.cancelled() => return Err(cancelled()),
+        };
+        let status = response.status();
+        if status.is_success() {
+            return Ok(());
+        }
+        let text = response.text().await.unwrap_or_default();
+        Err(ToolError::new(
+            ErrorCode::Busy,
+            format!(
+                "The binary input's upload failed ({status}: {}). Try again.",
+                api_message(&text)
+            ),
+        ))
     }
 
     /// Where the key came from, for messages.

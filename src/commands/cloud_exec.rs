@@ -8,6 +8,7 @@
 //! run, with its path. The script passes the Luau syntax gate first, as `exec`'s does.
 
 use std::fmt::Write as _;
+use std::path::PathBuf;
 use std::time::{Duration, Instant as WallClock};
 
 use schemars::JsonSchema;
@@ -43,6 +44,8 @@ pub struct CloudExecArgs {
     pub version: Option<u64>,
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary_input: Option<PathBuf>,
     /// false: no syntax check
     #[serde(default = "super::check_by_default")]
     pub check: bool,
@@ -76,7 +79,7 @@ impl Command for CloudExec {
     type Result = CloudExecResult;
     const SPEC: Spec = Spec {
         name: "cloud_exec",
-        description: "Run Luau in a fresh server of the place on Roblox's servers (Open Cloud): tests without Studio.",
+        description: "Run Luau in a fresh server of the place on Roblox's servers (Open Cloud): CI tests.",
         needs_session: false,
         default_context: Context::Edit,
         timeout: Duration::from_secs(MAX_TIMEOUT_MS / 1000 + 60),
@@ -95,6 +98,10 @@ impl Command for CloudExec {
             ("place", "The place (default: the open Studio's)"),
             ("version", "A version of the place (default: its current one)"),
             ("timeoutMs", "The script's time limit, at most 300000"),
+            (
+                "binaryInput",
+                "A file (up to 100 MiB) the script gets as a buffer: ({...})[1].BinaryInput",
+            ),
         ],
     };
 
@@ -119,11 +126,19 @@ impl Command for CloudExec {
             place: place.unwrap_or_default(),
             version: args.version,
         };
+        let input = match &args.binary_input {
+            Some(path) => Some(read_input(path)?),
+            None => None,
+        };
         let timeout = Duration::from_millis(args.timeout_ms);
         let (cloud, deadline) = cloud_place::client(timeout + QUEUE_GRACE)?;
         let cancel = &cx.hooks.cancel;
         let started = WallClock::now();
-        let task = luau::create(&cloud, place, &args.script, timeout, deadline, cancel).await?;
+        let input = match input {
+            Some(bytes) => Some(luau::binary_input(&cloud, universe, bytes, deadline, cancel).await?),
+            None => None,
+        };
+        let task = luau::create(&cloud, place, &args.script, input.as_deref(), timeout, deadline, cancel).await?;
         let mut step = 0.0;
         let task = luau::wait(&cloud, task, deadline, cancel, |state| {
             step += 1.0;
@@ -163,6 +178,24 @@ impl Command for CloudExec {
             }
         }
     }
+}
+
+/// The binary input's bytes, refusing a missing file or one over the API's 100 MiB.
+fn read_input(path: &std::path::Path) -> Result<bytes::Bytes, ToolError> {
+    let cannot = |e: std::io::Error| {
+        ToolError::new(
+            ErrorCode::NotFound,
+            format!("binaryInput: {} cannot be read: {e}", path.display()),
+        )
+    };
+    let size = std::fs::metadata(path).map_err(cannot)?.len();
+    if size > luau::MAX_BINARY_INPUT {
+        return Err(ToolError::invalid_args(format!(
+            "binaryInput: {} is {size} bytes, over Open Cloud's 100 MiB for a binary input.",
+            path.display()
+        )));
+    }
+    std::fs::read(path).map(bytes::Bytes::from).map_err(cannot)
 }
 
 impl Render for CloudExec {

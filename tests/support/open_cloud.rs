@@ -15,6 +15,10 @@
 //!   stale `etag` is 409 ABORTED (the reference does not name the code; ABORTED is v2's
 //!   409 in the errors page); a PATCH or increment without users or attributes clears them,
 //!   as the reference says.
+//! - Binary inputs: created with their `size`, uploaded by PUT to the `uploadUri` answered
+//!   (this stand-in's `/upload/<id>`, which must come without the API key and with exactly
+//!   `size` bytes), then named by a task, whose script gets them as `({...})[1].BinaryInput`,
+//!   a buffer. An input never uploaded fails the task's creation (400), the stricter reading.
 //! - Place publishing: the body must be a place in the format its content type names.
 //! - `:publishMessage` and `:restartServers`.
 //! - Errors: a wrong key is 401 in the gateway's shape; a scope the key lacks is 403; faults
@@ -59,6 +63,7 @@ pub struct Fault {
 struct Task {
     path: String,
     script: String,
+    input: Option<Vec<u8>>,
     polls: u32,
     state: &'static str,
     error: Option<(String, String)>,
@@ -77,6 +82,10 @@ struct StoredEntry {
 
 #[derive(Default)]
 struct Inner {
+    /// This stand-in's own address, for the upload URIs it hands out.
+    url: String,
+    /// Binary inputs by path: their declared size, and their bytes once uploaded.
+    inputs: BTreeMap<String, (u64, Option<Vec<u8>>)>,
     received: Vec<Received>,
     faults: VecDeque<Fault>,
     /// None: the key has every scope.
@@ -104,6 +113,7 @@ impl OpenCloud {
             .await
             .expect("bind the stand-in");
         let addr = listener.local_addr().expect("its address");
+        inner.lock().unwrap().url = format!("http://{addr}");
         tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
@@ -293,6 +303,25 @@ async fn handle(
         body: body.to_vec(),
         key: key.clone(),
     });
+    // A presigned upload: its URI is its authorization, and the API key must not come.
+    if let (&Method::PUT, Some(id)) = (&method, path.strip_prefix("/upload/")) {
+        if key.is_some() {
+            return error(400, "INVALID_ARGUMENT", "an upload URI takes no x-api-key");
+        }
+        let Some((size, bytes)) = inner
+            .inputs
+            .iter_mut()
+            .find(|(p, _)| p.ends_with(&format!("/{id}")))
+            .map(|(_, v)| v)
+        else {
+            return error(404, "NOT_FOUND", "no such upload");
+        };
+        if body.len() as u64 != *size {
+            return error(400, "INVALID_ARGUMENT", "the upload's size is not the declared size");
+        }
+        *bytes = Some(body.to_vec());
+        return (StatusCode::OK, "").into_response();
+    }
     if key.as_deref() != Some(KEY) {
         return (
             StatusCode::UNAUTHORIZED,
@@ -344,13 +373,36 @@ async fn handle(
         };
     }
     match (method.as_str(), parts.as_slice()) {
+        // Luau Execution: a binary input
+        (
+            "POST",
+            [
+                "cloud",
+                "v2",
+                "universes",
+                u,
+                "luau-execution-session-task-binary-inputs",
+            ],
+        ) => {
+            check!(need(&inner, "universe.place.luau-execution-session:write"));
+            check!(only_query(&query, &[]));
+            let body = check!(json_body(&headers, &body, &["size"]));
+            let Some(size) = body.get("size").and_then(Json::as_u64) else {
+                return error(400, "INVALID_ARGUMENT", "size is required");
+            };
+            let id = format!("in{}", inner.inputs.len() + 1);
+            let path = format!("universes/{u}/luau-execution-session-task-binary-inputs/{id}");
+            let upload = format!("{}/upload/{id}", inner.url);
+            inner.inputs.insert(path.clone(), (size, None));
+            ok(json!({ "path": path, "size": size, "uploadUri": upload }))
+        }
         // Luau Execution: create
         ("POST", ["cloud", "v2", "universes", u, "places", p, rest @ ..])
             if rest.last() == Some(&"luau-execution-session-tasks") =>
         {
             check!(need(&inner, "universe.place.luau-execution-session:write"));
             check!(only_query(&query, &[]));
-            let body = check!(json_body(&headers, &body, &["script", "timeout"]));
+            let body = check!(json_body(&headers, &body, &["script", "timeout", "binaryInput"]));
             let version = match rest {
                 ["luau-execution-session-tasks"] => "7".to_owned(),
                 ["versions", v, "luau-execution-session-tasks"] => (*v).to_owned(),
@@ -363,8 +415,16 @@ async fn handle(
             if !(timeout.ends_with('s') && timeout[..timeout.len() - 1].parse::<u64>().is_ok()) {
                 return error(400, "INVALID_ARGUMENT", "timeout must be a duration such as \"300s\"");
             }
+            let input = match body.get("binaryInput").and_then(Json::as_str) {
+                None => None,
+                Some(name) => match inner.inputs.get(name) {
+                    Some((_, Some(bytes))) => Some(bytes.clone()),
+                    _ => return error(400, "INVALID_ARGUMENT", "the binary input was not uploaded"),
+                },
+            };
             let n = inner.tasks.len() + 1;
             let task = Task {
+                input,
                 path: format!("universes/{u}/places/{p}/versions/{version}/luau-execution-sessions/s{n}/tasks/t{n}"),
                 script: script.to_owned(),
                 polls: 0,
@@ -753,10 +813,16 @@ fn run_task(task: &mut Task) {
             .unwrap();
         lua.globals().set(name, function).unwrap();
     }
+    // The task's input, the script's first argument: `{BinaryInput = buffer}` when given.
+    let argument = lua.create_table().unwrap();
+    if let Some(bytes) = &task.input {
+        argument.set("BinaryInput", lua.create_buffer(bytes).unwrap()).unwrap();
+    }
     let outcome = lua
         .load(task.script.as_str())
         .set_name("TaskScript")
-        .eval::<mlua::MultiValue>();
+        .into_function()
+        .and_then(|chunk| chunk.call::<mlua::MultiValue>(argument));
     task.logs = logs.lock().unwrap().clone();
     match outcome {
         Ok(values) => {
