@@ -1,7 +1,8 @@
 //! Which universe and place an Open Cloud call is for (the `cloud_*` and `datastore`
 //! tools): the arguments' `universe`/`place` (`--universe`/`--place`), else the open
-//! Studio's `gameId`/`placeId` from its session, the one the caller's target names or the
-//! only Studio connected. A place never published (id 0) is an error naming the flags.
+//! Studio's `gameId`/`placeId` from its session, chosen as a session command's call is
+//! (`bridge::resolve`): the one the caller's target names, or the only Studio connected.
+//! A place never published (id 0) is an error naming the flags.
 
 use std::time::Duration;
 
@@ -9,8 +10,9 @@ use tokio::time::Instant;
 
 use super::Invocation;
 use crate::bridge::SessionInfo;
+use crate::bridge::resolve::{self as resolution, Candidate, Choice};
 use crate::cloud::{self, Cloud};
-use crate::protocol::{Context, ToolError};
+use crate::protocol::{Context, ErrorCode, ToolError};
 
 /// How long a cloud call waits for the session list when it must default the ids.
 const SESSIONS_WAIT: Duration = Duration::from_secs(5);
@@ -50,7 +52,9 @@ pub async fn resolve(
     })
 }
 
-/// The open Studio whose ids a call takes: the caller's target, else the only one.
+/// The open Studio whose ids a call takes: the session the caller's target (or its
+/// `studio_target` default) resolves to, as a session command's would; any DataModel of a
+/// Studio carries the same ids, so the edit one is asked for.
 async fn open_studio(cx: &Invocation) -> Result<SessionInfo, ToolError> {
     let pass = "pass universe and place (--universe and --place on the command line)";
     let sessions = cx.bridge.sessions(SESSIONS_WAIT).await.map_err(|error| {
@@ -59,33 +63,37 @@ async fn open_studio(cx: &Invocation) -> Result<SessionInfo, ToolError> {
             error.message
         ))
     })?;
-    let defaults = cx.defaults.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    let session_id = cx.target.session_id.clone().or(defaults.session_id);
-    let instance_id = cx.target.instance_id.clone().or(defaults.instance_id);
-    let mut edits: Vec<SessionInfo> = sessions
-        .into_iter()
-        .filter(|s| session_id.as_deref().is_none_or(|id| s.session_id == id))
-        .filter(|s| instance_id.as_deref().is_none_or(|id| s.instance_id == id))
-        .filter(|s| s.context == Context::Edit || session_id.is_some())
-        .collect();
-    edits.sort_by(|a, b| a.instance_id.cmp(&b.instance_id));
-    edits.dedup_by(|a, b| a.instance_id == b.instance_id);
-    match edits.len() {
-        0 => Err(ToolError::invalid_args(format!(
-            "No universe or place was given, and no Studio is connected to take them from; {pass}."
-        ))),
-        1 => Ok(edits.remove(0)),
-        _ => {
-            let open: Vec<String> = edits
-                .iter()
-                .map(|s| format!("{} (place {}, universe {})", s.place_name, s.place_id, s.game_id))
-                .collect();
-            Err(ToolError::invalid_args(format!(
-                "Several Studios are open ({}): {pass}, or choose one with studio_target.",
-                open.join(", ")
-            )))
-        }
+    let mut target = cx.target.clone();
+    if target.session_id.is_none() && target.instance_id.is_none() {
+        let defaults = cx.defaults.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        target.session_id = defaults.session_id;
+        target.instance_id = defaults.instance_id;
     }
+    target.context = None;
+    let candidates: Vec<Candidate<'_>> = sessions
+        .iter()
+        .map(|s| Candidate {
+            session_id: &s.session_id,
+            instance_id: &s.instance_id,
+            context: s.context,
+            state: &s.state,
+        })
+        .collect();
+    let chosen = match resolution::resolve(&candidates, &target, Context::Edit) {
+        Ok(Choice::Session(index) | Choice::Provisional(Ok(index))) => Ok(index),
+        Ok(Choice::Provisional(Err(error))) | Err(error) => Err(error),
+        Ok(Choice::Await(context)) => Err(ToolError::new(
+            ErrorCode::ContextUnavailable,
+            format!("the {context} session has not connected yet"),
+        )),
+    };
+    chosen.map(|index| sessions[index].clone()).map_err(|mut error| {
+        error.message = format!(
+            "No universe or place was given, and the open Studio's were not found: {} For Open Cloud, {pass}.",
+            error.message
+        );
+        error
+    })
 }
 
 /// The client, and the deadline of a call that may take `timeout`.
