@@ -20,7 +20,18 @@ async fn cloud(stand_in: &OpenCloud, key: Option<&str>, args: &[&str]) -> std::p
 }
 
 async fn cloud_in(stand_in: &OpenCloud, key: Option<&str>, config_dir: &Path, args: &[&str]) -> std::process::Output {
-    let port = free_port().to_string();
+    cloud_at(stand_in, key, config_dir, free_port(), args).await
+}
+
+/// [`cloud_in`] hosting (or joining) the bridge on `port`, where a Studio may be connected.
+async fn cloud_at(
+    stand_in: &OpenCloud,
+    key: Option<&str>,
+    config_dir: &Path,
+    port: u16,
+    args: &[&str],
+) -> std::process::Output {
+    let port = port.to_string();
     let mut command = tokio::process::Command::new(binary());
     command
         .arg("cloud")
@@ -184,22 +195,8 @@ async fn a_syntax_error_or_an_unpublished_place_sends_nothing() {
     // The place defaults to the open Studio's, whose universe (gameId 0) was never published.
     let port = free_port();
     let plugin = FakePlugin::start(port, Identity::edit("A"), studio_like());
-    let port_text = port.to_string();
-    let mut command = tokio::process::Command::new(binary());
-    command
-        .args([
-            "cloud",
-            "exec",
-            "return 1",
-            "--port",
-            &port_text,
-            "--allow-unpaired",
-            "--json",
-        ])
-        .env("STUDIO_BRIDGE_CONFIG_DIR", empty_config_dir())
-        .env("STUDIO_BRIDGE_OPEN_CLOUD_URL", stand_in.url())
-        .env("ROBLOX_API_KEY", KEY);
-    let output = command.output().await.unwrap();
+    let config = empty_config_dir();
+    let output = cloud_at(&stand_in, Some(KEY), &config, port, &["exec", "return 1", "--json"]).await;
     assert_eq!(output.status.code(), Some(1));
     let error = &json_of(&output)["error"];
     assert_eq!(error["code"], "invalid_args");
@@ -210,23 +207,8 @@ async fn a_syntax_error_or_an_unpublished_place_sends_nothing() {
     );
 
     // With the universe given, the place is the open Studio's (1818).
-    let mut command = tokio::process::Command::new(binary());
-    command
-        .args([
-            "cloud",
-            "exec",
-            "return 1",
-            "--universe",
-            "9",
-            "--port",
-            &port_text,
-            "--allow-unpaired",
-            "--json",
-        ])
-        .env("STUDIO_BRIDGE_CONFIG_DIR", empty_config_dir())
-        .env("STUDIO_BRIDGE_OPEN_CLOUD_URL", stand_in.url())
-        .env("ROBLOX_API_KEY", KEY);
-    let output = command.output().await.unwrap();
+    let args = ["exec", "return 1", "--universe", "9", "--json"];
+    let output = cloud_at(&stand_in, Some(KEY), &config, port, &args).await;
     assert!(output.status.success(), "{}", text(&output.stderr));
     assert!(
         json_of(&output)["task"]
@@ -898,4 +880,35 @@ async fn cloud_exec_hands_a_binary_input_to_the_script() {
     .await;
     assert_eq!(json_of(&output)["error"]["code"], "not_found");
     assert_eq!(stand_in.received().len(), before);
+}
+
+/// End to end through the real plugin under Lune: an agent names no universe or place, and
+/// the cloud tools take the open Studio's (its DataModel's GameId and PlaceId, as its hello
+/// says them); a message needs only the universe.
+#[tokio::test]
+async fn the_real_plugin_s_published_place_is_where_cloud_calls_go() {
+    use support::lune::HeadlessStudio;
+    use support::studio::{exchange, installed_plugin};
+
+    let stand_in = OpenCloud::start().await;
+    let url = stand_in.url();
+    let rbxm = installed_plugin().await;
+    let port = free_port();
+    let env = [
+        ("ROBLOX_API_KEY", Some(KEY)),
+        ("STUDIO_BRIDGE_OPEN_CLOUD_URL", Some(url.as_str())),
+    ];
+    let mcp = Mcp::spawn_paired_with_env(port, &[], &env).await;
+    let mut studio = HeadlessStudio::start_with(port, &rbxm, "edit", &["--published", "4711:99"]);
+    studio.wait_connected(&["edit"]).await;
+
+    let ran = exchange(&mcp, "studio_cloud_exec", json!({"script": "return 'on Roblox'"})).await;
+    assert_eq!(ran["results"], json!(["on Roblox"]), "{ran}");
+    assert!(
+        ran["task"].as_str().unwrap().starts_with("universes/99/places/4711/"),
+        "{ran}"
+    );
+    exchange(&mcp, "studio_cloud_message", json!({"topic": "News", "message": "hi"})).await;
+    assert_eq!(stand_in.messages(), [(99, "News".to_owned(), "hi".to_owned())]);
+    let _ = std::fs::remove_dir_all(rbxm.parent().unwrap());
 }
